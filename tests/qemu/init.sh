@@ -1,0 +1,33 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+#
+# /init of the modsign QEMU test initramfs (busybox-static).  For each line
+# "CASE FILE MODNAME ..." of /cases.txt, load /modules/FILE and print
+#
+#	MODTEST-BEGIN name=CASE
+#	(whatever the kernel prints while loading it)
+#	MODTEST name=CASE rc=... errno=...
+#
+# then reboot, which ends QEMU (-no-reboot).  Compressed modules are
+# decompressed here, as kmod does in userspace, and then loaded: their
+# signature covers the uncompressed module.
+export PATH=/bin
+mount -t proc proc /proc
+echo "MODTEST-START"
+while read -r name file modname rest; do
+	echo "MODTEST-BEGIN name=$name"
+	path=/modules/$file
+	case $file in
+	*.xz)
+		xz -dc "$path" > /tmp/module.ko ||
+			echo "MODTEST-NOTE name=$name unxz failed"
+		path=/tmp/module.ko
+		;;
+	esac
+	/modload "$name" "$path" "$modname"
+	rm -f /tmp/module.ko
+done < /cases.txt
+echo "MODTEST-DONE"
+reboot -f
+sleep 5
+poweroff -f

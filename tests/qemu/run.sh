@@ -1,0 +1,424 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# run.sh: the modsign kernel test.  Builds a tiny 6.1 kernel with the
+# kernel-patches/ series, signs modules through modsignd in every way the
+# matrix below names, boots the kernel under QEMU (TCG) with an initramfs
+# that loads each module, and asserts each result from what the guest
+# kernel printed.  Nothing is ever loaded into this machine's kernel.
+#
+# Prints "PASS name" or "FAIL name: reason" per case and ends with
+# "N passed, N failed"; exits non-zero on any failure.
+#
+# Environment:
+#   MODSIGND, MODSIGN_CLIENT  the programs (default build/modsignd and
+#                             build/modsign-client, built by "make")
+#   MODSIGN_QEMU_NO_APT=1     do not apt-get install missing packages
+#   MODSIGN_QEMU_NO_MAKE=1    do not run "make" at the top of the repo
+#   KBUILD_JOBS               parallel kernel build jobs (default 2)
+#   QEMU_TIMEOUT              seconds the guest may run (default 180)
+
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+B=$repo/build/qemu
+ksrc=$repo/build/kernel/linux-source-6.1
+MODSIGND=${MODSIGND:-$repo/build/modsignd}
+MODSIGN_CLIENT=${MODSIGN_CLIENT:-$repo/build/modsign-client}
+SOCK=$B/run/modsignd.sock
+export MODSIGN_SERVER=unix:$SOCK
+
+npass=0
+nfail=0
+daemon_pid=
+
+log() { echo "qemu-test: $*" >&2; }
+pass() { echo "PASS $1"; npass=$((npass + 1)); }
+fail() { echo "FAIL $1: $2"; nfail=$((nfail + 1)); }
+
+summary()
+{
+	echo "$npass passed, $nfail failed"
+	[ "$nfail" -eq 0 ]
+}
+
+# A step that the rest of the run depends on failed: report and stop.
+abort() { fail "$1" "$2"; stop_daemon; summary; exit 1; }
+
+# ---------------------------------------------------------------------------
+# Setup
+
+install_deps()
+{
+	local pkgs="linux-source qemu-system-x86 busybox-static bc flex bison
+		libelf-dev libssl-dev cpio xz-utils kmod gcc make libc6-dev
+		binutils openssl patch pkg-config" p missing=
+
+	for p in $pkgs; do
+		dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null |
+			grep -q 'install ok installed' || missing="$missing $p"
+	done
+	[ -n "$missing" ] || return 0
+	[ "${MODSIGN_QEMU_NO_APT:-}" = 1 ] && {
+		log "missing packages:$missing (MODSIGN_QEMU_NO_APT=1)"
+		return 1
+	}
+	log "installing$missing"
+	local sudo=
+	[ "$(id -u)" -eq 0 ] || sudo="sudo -n"
+	$sudo apt-get update -q > "$B/apt.log" 2>&1 &&
+		DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q \
+			$missing >> "$B/apt.log" 2>&1
+}
+
+start_daemon()
+{
+	local i
+
+	rm -rf "$B/run"
+	mkdir -p "$B/run"
+	chmod 700 "$B/run"
+	# The one-shot keys: they exist only in this daemon's memory.
+	"$MODSIGND" --listen "unix:$SOCK" \
+		--key default=ephemeral:rsa3072 \
+		--key ecdsa=ephemeral:ecdsa-p384 \
+		--key other=ephemeral:rsa2048 \
+		--allow "uid:$(id -u)" 2> "$B/modsignd.log" &
+	daemon_pid=$!
+	for i in $(seq 100); do
+		"$MODSIGN_CLIENT" status > /dev/null 2>&1 && return 0
+		kill -0 "$daemon_pid" 2> /dev/null || break
+		sleep 0.2
+	done
+	return 1
+}
+
+stop_daemon()
+{
+	[ -n "$daemon_pid" ] || return 0
+	kill -TERM "$daemon_pid" 2> /dev/null
+	wait "$daemon_pid" 2> /dev/null
+	daemon_pid=
+}
+
+# ---------------------------------------------------------------------------
+# Helpers on modules
+
+# has_sig FILE: FILE (possibly .xz) ends in the module signature marker.
+has_sig()
+{
+	local tail
+
+	case $1 in
+	*.xz) tail=$(xz -dc "$1" | tail -c 28) ;;
+	*) tail=$(tail -c 28 "$1") ;;
+	esac
+	[ "$tail" = "~Module signature appended~"$'\n' ] ||
+		[ "$tail" = "~Module signature appended~" ]
+}
+
+# find_mod DIR NAME: the installed file of module NAME under DIR.
+find_mod() { find "$1" -name "$2.ko*" -print -quit; }
+
+# flip_byte FILE STRING: change one byte inside STRING in FILE.
+flip_byte()
+{
+	local off
+
+	off=$(grep -boa -m1 "$2" "$1" | cut -d: -f1)
+	[ -n "$off" ] || return 1
+	printf 'X' | dd of="$1" bs=1 seek=$((off + 3)) conv=notrunc status=none
+}
+
+kmake() { make -C "$ksrc" "$@" > "$B/make.log" 2>&1; }
+
+# ---------------------------------------------------------------------------
+# The host side of the matrix: build, sign, install
+
+# cases: "name file modname expectation" lines for the guest.
+cases=$B/cases.txt
+
+add_case() { echo "$1 $2 $3 $4" >> "$cases"; cp "$5" "$B/initrd/modules/$2"; }
+
+# The article's one-shot workflow: the certificate of the daemon's key is
+# CONFIG_MODULE_SIG_KEY, modules_install signs through modsign-client.
+oneshot_install()
+{
+	local inst=$B/inst-oneshot m
+
+	rm -rf "$inst"
+	kmake modules_install INSTALL_MOD_PATH="$inst" \
+		MODULE_SIGN_CMD="$MODSIGN_CLIENT sign-file" ||
+		abort oneshot-modules_install "make modules_install failed: $(tail -n 3 "$B/make.log")"
+	m=$(find_mod "$inst" test_module)
+	[ -n "$m" ] || abort oneshot-modules_install "test_module not installed"
+	has_sig "$m" || abort oneshot-modules_install "$m is not signed"
+	pass oneshot-modules_install
+	add_case oneshot-rsa-sha256 oneshot.ko.xz test_module "load:Hello, world" "$m"
+}
+
+# Without MODULE_SIGN_CMD, a certificate-only CONFIG_MODULE_SIG_KEY must stop
+# modules_install with a clear error instead of calling sign-file.
+certonly_refuses()
+{
+	local inst=$B/inst-nocmd
+
+	rm -rf "$inst"
+	if kmake modules_install INSTALL_MOD_PATH="$inst"; then
+		fail certonly-without-sign-cmd "modules_install succeeded"
+	elif ! grep -q 'has no private key; set MODULE_SIGN_CMD' "$B/make.log"; then
+		fail certonly-without-sign-cmd "no clear error: $(tail -n 2 "$B/make.log")"
+	elif [ -n "$(find_mod "$inst" test_module 2> /dev/null)" ]; then
+		fail certonly-without-sign-cmd "a module was installed anyway"
+	else
+		pass certonly-without-sign-cmd
+	fi
+}
+
+# The distribution flow: modules_install, strip (the signature goes with
+# the debug information), modules_sign.  XZ is the configured compression;
+# the .ko flavour overrides the option on the command line, which is all
+# CONFIG_MODULE_COMPRESS_NONE would change for scripts/Makefile.modinst.
+resign_flow()
+{
+	local flavour=$1 inst=$B/inst-$1 m over=
+
+	[ "$flavour" = ko ] && over=CONFIG_MODULE_COMPRESS_XZ=
+	rm -rf "$inst"
+	kmake modules_install $over INSTALL_MOD_PATH="$inst" \
+		MODULE_SIGN_CMD="$MODSIGN_CLIENT sign-file" || {
+		fail "modules_sign-$flavour" "modules_install failed"
+		return
+	}
+	m=$(find_mod "$inst" test_module)
+	case $flavour in
+	xz)
+		[ "${m%.xz}" != "$m" ] || { fail modules_sign-xz "$m not .xz"; return; }
+		xz -d "$m" && strip --strip-debug "${m%.xz}" &&
+			xz --check=crc32 --lzma2=dict=1MiB "${m%.xz}"
+		;;
+	ko)
+		strip --strip-debug "$m"
+		;;
+	esac
+	if has_sig "$m"; then
+		fail "modules_sign-$flavour" "strip left the signature in place"
+		return
+	fi
+	kmake modules_sign $over INSTALL_MOD_PATH="$inst" \
+		MODULE_SIGN_CMD="$MODSIGN_CLIENT sign-file" || {
+		fail "modules_sign-$flavour" "make modules_sign failed: $(grep -m2 -i 'error\|fail' "$B/make.log" | tr '\n' ' ')"
+		return
+	}
+	[ -f "$m" ] || { fail "modules_sign-$flavour" "$m gone after modules_sign"; return; }
+	has_sig "$m" || { fail "modules_sign-$flavour" "$m not signed by modules_sign"; return; }
+	add_case "modules_sign-$flavour" "resign-$flavour.${m##*.}" test_module \
+		"load:Hello, world" "$m"
+}
+
+# A module built outside the tree (M=), signed with modsign-client sign.
+extmod_cases()
+{
+	local ext=$B/ext k=$B/ext/modsign_test.ko f
+
+	rm -rf "$ext"
+	mkdir -p "$ext"
+	cp "$here/modules/modsign_test.c" "$here/modules/Kbuild" "$ext/"
+	kmake M="$ext" modules || abort extmod-build "make M= failed: $(tail -n 3 "$B/make.log")"
+	has_sig "$k" && abort extmod-build "freshly built module is already signed"
+
+	add_case unsigned unsigned.ko modsign_test \
+		"reject:Loading of unsigned module is rejected" "$k"
+
+	for f in default:sha256:extmod-rsa-sha256 default:sha512:rsa-sha512 \
+		ecdsa:sha256:ecdsa-p384-sha256 ecdsa:sha384:ecdsa-p384-sha384 \
+		ecdsa:sha512:ecdsa-p384-sha512 other:sha256:otherkey; do
+		set -- ${f//:/ }
+		cp "$k" "$ext/$3.ko"
+		"$MODSIGN_CLIENT" sign --key "$1" --hash "$2" "$ext/$3.ko" \
+			2> "$B/sign.log" && has_sig "$ext/$3.ko" || {
+			fail "$3" "modsign-client sign --key $1 --hash $2 failed: $(head -c 200 "$B/sign.log")"
+			continue
+		}
+		case $3 in
+		otherkey) add_case otherkey otherkey.ko modsign_test \
+			"reject:Loading of module with unavailable key is rejected" "$ext/$3.ko" ;;
+		*) add_case "$3" "$3.ko" modsign_test "load:modsign_test: init ran" "$ext/$3.ko" ;;
+		esac
+	done
+
+	# Every positive case has a tampered twin.
+	for f in extmod-rsa-sha256:tampered-rsa ecdsa-p384-sha384:tampered-ecdsa; do
+		set -- ${f//:/ }
+		[ -f "$ext/$1.ko" ] || continue
+		cp "$ext/$1.ko" "$ext/$2.ko"
+		flip_byte "$ext/$2.ko" MODSIGN-TAMPER-TARGET ||
+			{ fail "$2" "marker not found"; continue; }
+		add_case "$2" "$2.ko" modsign_test "reject:" "$ext/$2.ko"
+	done
+
+	# The plain modsign-client sign (default key and hash) of an M= module.
+	cp "$k" "$ext/extmod-default.ko"
+	if "$MODSIGN_CLIENT" sign "$ext/extmod-default.ko" 2> "$B/sign.log"; then
+		add_case extmod-default extmod-default.ko modsign_test \
+			"load:modsign_test: init ran" "$ext/extmod-default.ko"
+	else
+		fail extmod-default "modsign-client sign failed: $(head -c 200 "$B/sign.log")"
+	fi
+}
+
+# After the one-shot flow and the daemon's exit, no private key may be
+# left on disk: neither in the kernel tree nor where modules went.
+scan_private_keys()
+{
+	local found
+
+	found=$({
+		(cd "$ksrc" && grep -rlI -e '-----BEGIN [A-Z ]*PRIVATE KEY-----' . |
+			sort | comm -23 - "$repo/build/kernel/pristine-private-keys.txt")
+		grep -rlI -e '-----BEGIN [A-Z ]*PRIVATE KEY-----' "$B"
+	} 2> /dev/null)
+	if [ -n "$found" ]; then
+		fail no-private-key-on-disk "$(echo $found)"
+	else
+		pass no-private-key-on-disk
+	fi
+}
+
+# ---------------------------------------------------------------------------
+# The guest
+
+make_initramfs()
+{
+	local spec=$B/initramfs.list f
+
+	gcc -static -Os -Wall -Wextra -o "$B/modload" "$here/modload.c" ||
+		abort initramfs "cannot build modload"
+	{
+		cat <<-EOF
+		dir /dev 0755 0 0
+		nod /dev/console 0600 0 0 c 5 1
+		dir /proc 0755 0 0
+		dir /tmp 01777 0 0
+		dir /bin 0755 0 0
+		file /bin/busybox /bin/busybox 0755 0 0
+		file /init $here/init.sh 0755 0 0
+		file /modload $B/modload 0755 0 0
+		file /cases.txt $cases 0644 0 0
+		dir /modules 0755 0 0
+		EOF
+		for f in sh mount xz reboot poweroff sleep cat; do
+			echo "slink /bin/$f busybox 0777 0 0"
+		done
+		for f in "$B"/initrd/modules/*; do
+			echo "file /modules/${f##*/} $f 0644 0 0"
+		done
+	} > "$spec"
+	"$ksrc/usr/gen_init_cpio" "$spec" | gzip -n -9 > "$B/initramfs.cpio.gz" ||
+		abort initramfs "gen_init_cpio failed"
+}
+
+boot_guest()
+{
+	local rc=0 t0
+
+	t0=$(date +%s)
+	timeout "${QEMU_TIMEOUT:-180}" qemu-system-x86_64 -accel tcg -m 256 \
+		-nographic -no-reboot \
+		-kernel "$ksrc/arch/x86/boot/bzImage" \
+		-initrd "$B/initramfs.cpio.gz" \
+		-append 'console=ttyS0 panic=-1 loglevel=7' \
+		< /dev/null > "$B/console.log" 2>&1 || rc=$?
+	log "guest ran $(($(date +%s) - t0))s (exit $rc), log in $B/console.log"
+	grep -q '^MODTEST-DONE' "$B/console.log" ||
+		abort boot "guest did not finish (exit $rc): $(tail -n 3 "$B/console.log" | tr -d '\r' | tr '\n' ' ')"
+	pass boot
+}
+
+# check_case NAME EXPECT: assert a case from the console log.  The kernel's
+# messages for a case are those between its MODTEST-BEGIN and its result.
+check_case()
+{
+	local name=$1 expect=$2 seg res want=${2#*:}
+
+	seg=$(tr -d '\r' < "$B/console.log" |
+		sed -n "/^MODTEST-BEGIN name=$name\$/,/^MODTEST name=$name /p")
+	res=$(echo "$seg" | grep "^MODTEST name=$name " | tail -n 1)
+	if [ -z "$res" ]; then
+		fail "$name" "no result line in the guest log"
+		return
+	fi
+	case $expect in
+	load:*)
+		if [[ $res != *" rc=0 "* ]]; then
+			fail "$name" "not loaded: ${res#MODTEST name=$name }"
+		elif ! grep -qF "$want" <<< "$seg"; then
+			fail "$name" "loaded but '$want' not printed"
+		else
+			pass "$name"
+		fi
+		;;
+	reject:*)
+		if [[ $res != *" rc=-1 errno=EKEYREJECTED"* ]]; then
+			fail "$name" "expected EKEYREJECTED, got ${res#MODTEST name=$name }"
+		elif [ -n "$want" ] && ! grep -qF "$want" <<< "$seg"; then
+			fail "$name" "rejected but the kernel did not print '$want'"
+		else
+			pass "$name"
+		fi
+		;;
+	esac
+}
+
+# ---------------------------------------------------------------------------
+
+main()
+{
+	local t0 t1 name file mod expect
+
+	t0=$(date +%s)
+	mkdir -p "$B"
+	install_deps || abort setup "cannot install the packages needed"
+	if [ "${MODSIGN_QEMU_NO_MAKE:-}" != 1 ]; then
+		make -C "$repo" > "$B/repo-make.log" 2>&1 ||
+			abort setup "make at the top of the repo failed, see $B/repo-make.log"
+	fi
+	[ -x "$MODSIGND" ] && [ -x "$MODSIGN_CLIENT" ] ||
+		abort setup "$MODSIGND or $MODSIGN_CLIENT missing"
+
+	start_daemon || abort modsignd-start "daemon did not answer, see $B/modsignd.log"
+	"$MODSIGN_CLIENT" cert > "$B/cert.pem" &&
+		"$MODSIGN_CLIENT" cert --key ecdsa > "$B/trusted.pem" &&
+		grep -q 'BEGIN CERTIFICATE' "$B/cert.pem" ||
+		abort modsign-client-cert "cannot get the certificates"
+
+	t1=$(date +%s)
+	"$here/build-kernel.sh" "$B/cert.pem" "$B/trusted.pem" ||
+		abort kernel-build "see $repo/build/kernel/build.log"
+	log "kernel ready in $(($(date +%s) - t1))s"
+
+	rm -rf "$B/initrd" "$cases"
+	mkdir -p "$B/initrd/modules"
+	: > "$cases"
+	certonly_refuses
+	oneshot_install
+	resign_flow ko
+	resign_flow xz
+	extmod_cases
+
+	# "make distclean to get rid of the keys" becomes "stop the daemon".
+	stop_daemon
+	scan_private_keys
+
+	make_initramfs
+	boot_guest
+	while read -r name file mod expect; do
+		check_case "$name" "$expect"
+	done < "$cases"
+	log "whole run $(($(date +%s) - t0))s"
+	summary
+}
+
+trap 'stop_daemon' EXIT
+main "$@"
