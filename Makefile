@@ -1,0 +1,103 @@
+# modsign — kernel module signing service.
+#   make            build build/modsignd and build/modsign-client
+#   make check      install test dependencies, build, run the whole suite
+#   make demo       sign and verify a real module with a one-time key
+#   make install    PREFIX=/usr/local DESTDIR=
+
+VERSION  := 0.1
+PREFIX   ?= /usr/local
+BINDIR   ?= $(PREFIX)/bin
+SBINDIR  ?= $(PREFIX)/sbin
+DATADIR  ?= $(PREFIX)/share/modsign
+B        := build
+SAN      ?=
+
+CC       ?= gcc
+PKGS     := libcrypto json-c
+WARN     := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
+            -Wvla -Wformat=2 -Wwrite-strings -Wno-format-nonliteral -Werror
+HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
+CFLAGS   ?= -O2 -g
+ALL_CFLAGS := -std=gnu11 $(WARN) $(HARDEN) $(CFLAGS) -Ilib -MMD -MP \
+              -DMODSIGN_VERSION='"$(VERSION)"' $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDFLAGS  ?=
+ALL_LDFLAGS := -pie -Wl,-z,relro,-z,now $(LDFLAGS)
+LIBS     := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcrypto -ljson-c)
+
+ifneq ($(SAN),)
+B        := build/san
+ALL_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -U_FORTIFY_SOURCE
+ALL_LDFLAGS += -fsanitize=address,undefined
+endif
+
+LIB_SRC    := $(wildcard lib/*.c)
+DAEMON_SRC := $(wildcard modsignd/*.c)
+CLIENT_SRC := $(wildcard modsign-client/*.c)
+UNIT_SRC   := $(wildcard tests/unit/test-*.c)
+
+LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
+DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/obj/%.o) $(B)/obj/genkey_template.o
+CLIENT_OBJ := $(CLIENT_SRC:%.c=$(B)/obj/%.o)
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+
+all: $(B)/modsignd $(B)/modsign-client
+
+$(B)/libmodsign.a: $(LIB_OBJ)
+	ar rcs $@ $^
+
+$(B)/modsignd: $(DAEMON_OBJ) $(B)/libmodsign.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) -lpthread
+
+$(B)/modsign-client: $(CLIENT_OBJ) $(B)/libmodsign.a
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+# The certificate template is compiled into the daemon so that a one-time
+# key needs no file at all; --genkey-template overrides it.
+$(B)/genkey_template.c: keygen/x509.genkey.in
+	@mkdir -p $(dir $@)
+	{ echo '/* generated from keygen/x509.genkey.in */'; \
+	  echo 'extern const char certgen_builtin_template[];'; \
+	  echo 'const char certgen_builtin_template[] ='; \
+	  sed 's/\\/\\\\/g; s/"/\\"/g; s/^/"/; s/$$/\\n"/' $<; echo ';'; } > $@
+$(B)/obj/genkey_template.o: $(B)/genkey_template.c
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(B)/tests/%: tests/unit/%.c $(B)/libmodsign.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+unit: $(UNIT_BIN)
+
+deps:
+	tests/install-deps.sh
+
+check: deps
+	$(MAKE) all unit
+	tests/run.sh
+
+check-quick: all unit
+	tests/run.sh
+
+demo: deps
+	$(MAKE) all
+	tests/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)
+	install -m 0755 $(B)/modsignd $(DESTDIR)$(SBINDIR)/modsignd
+	install -m 0755 $(B)/modsign-client $(DESTDIR)$(BINDIR)/modsign-client
+	install -m 0644 keygen/x509.genkey.in $(DESTDIR)$(DATADIR)/x509.genkey.in
+
+format:
+	clang-format -i lib/*.[ch] modsignd/*.[ch] modsign-client/*.[ch] tests/unit/*.c
+
+clean:
+	rm -rf build/obj build/san build/tests build/modsignd build/modsign-client \
+	       build/libmodsign.a build/genkey_template.c
+
+.PHONY: all unit deps check check-quick demo install format clean
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/bio.h>
+#include <openssl/core_names.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cert.h"
+#include "util.h"
+
+int cert_from_der(const uint8_t *der, size_t len, X509 **ret)
+{
+	const unsigned char *p = der;
+	X509 *x;
+
+	x = d2i_X509(NULL, &p, (long)len);
+	if (!x || p != der + len) {
+		X509_free(x);
+		return -EBADMSG;
+	}
+	*ret = x;
+	return 0;
+}
+
+int cert_load_file(const char *path, X509 **ret)
+{
+	_cleanup_(closep) int fd = -1;
+	_cleanup_(freep) uint8_t *buf = NULL;
+	struct stat st;
+	ssize_t n;
+	BIO *b;
+	X509 *x;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((size_t)st.st_size > CERT_MAX_FILE)
+		return -EFBIG;
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return -ENOMEM;
+	n = read_full(fd, buf, (size_t)st.st_size);
+	if (n < 0)
+		return (int)n;
+	/* sign-file's rule: 0x30 0x81..0x84 starts a DER certificate. */
+	if (n >= 2 && buf[0] == 0x30 && buf[1] >= 0x81 && buf[1] <= 0x84)
+		return cert_from_der(buf, (size_t)n, ret);
+	b = BIO_new_mem_buf(buf, (int)n);
+	if (!b)
+		return -ENOMEM;
+	x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+	BIO_free(b);
+	if (!x)
+		return -EBADMSG;
+	*ret = x;
+	return 0;
+}
+
+int cert_to_der(X509 *cert, uint8_t **ret, size_t *ret_len)
+{
+	unsigned char *der = NULL;
+	int n;
+
+	n = i2d_X509(cert, &der);
+	if (n <= 0)
+		return -EIO;
+	*ret = der; /* OPENSSL_malloc'd; OPENSSL_free == free here */
+	*ret_len = (size_t)n;
+	return 0;
+}
+
+int cert_key_id(X509 *cert, char **ret)
+{
+	const ASN1_OCTET_STRING *skid = X509_get0_subject_key_id(cert);
+
+	if (!skid)
+		return -ENOENT;
+	return hex_encode(ASN1_STRING_get0_data(skid),
+			  (size_t)ASN1_STRING_length(skid), ret);
+}
+
+int cert_subject(X509 *cert, char **ret)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	char *data, *s;
+	long n;
+
+	if (!b)
+		return -ENOMEM;
+	X509_NAME_print_ex(b, X509_get_subject_name(cert), 0,
+			   XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB);
+	n = BIO_get_mem_data(b, &data);
+	s = strndup(data, (size_t)n);
+	BIO_free(b);
+	if (!s)
+		return -ENOMEM;
+	*ret = s;
+	return 0;
+}
+
+int cert_key_alg(EVP_PKEY *pkey, char *buf, size_t size)
+{
+	char group[64];
+
+	if (EVP_PKEY_is_a(pkey, "RSA")) {
+		snprintf(buf, size, "rsa%d", EVP_PKEY_get_bits(pkey));
+		return 0;
+	}
+	if (EVP_PKEY_is_a(pkey, "EC") &&
+	    EVP_PKEY_get_utf8_string_param(pkey, OSSL_PKEY_PARAM_GROUP_NAME,
+					   group, sizeof(group), NULL)) {
+		if (strcmp(group, "prime256v1") == 0)
+			snprintf(buf, size, "ecdsa-p256");
+		else if (strcmp(group, "secp384r1") == 0)
+			snprintf(buf, size, "ecdsa-p384");
+		else
+			snprintf(buf, size, "ecdsa-%s", group);
+		return 0;
+	}
+	snprintf(buf, size, "%s", EVP_PKEY_get0_type_name(pkey) ?: "unknown");
+	return 0;
+}

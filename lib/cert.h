@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef MODSIGN_CERT_H
+#define MODSIGN_CERT_H
+
+#include <openssl/x509.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "macro.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(X509 *, X509_free)
+DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY *, EVP_PKEY_free)
+
+/* Largest certificate file we read (a kernel cert is ~1.5 KiB). */
+#define CERT_MAX_FILE (1024u * 1024)
+
+/*
+ * Load the first certificate from @path, PEM or DER (as sign-file accepts).
+ * Returns 0, -ENOENT/-EACCES/... from open, -EBADMSG if no certificate.
+ */
+int cert_load_file(const char *path, X509 **ret);
+
+/* Parse a DER certificate. */
+int cert_from_der(const uint8_t *der, size_t len, X509 **ret);
+
+/* DER encoding into a new buffer. */
+int cert_to_der(X509 *cert, uint8_t **ret, size_t *ret_len);
+
+/* Hex of the subjectKeyIdentifier (the kernel's "sig_key"), new string;
+ * -ENOENT if the certificate has none. */
+int cert_key_id(X509 *cert, char **ret);
+
+/* One-line RFC 2253 subject, new string. */
+int cert_subject(X509 *cert, char **ret);
+
+/* Short algorithm description of a key: "rsa4096", "ecdsa-p384", ... */
+int cert_key_alg(EVP_PKEY *pkey, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <openssl/cms.h>
+#include <openssl/err.h>
+#include <openssl/rsa.h>
+#include <string.h>
+
+#include "digest.h"
+#include "macro.h"
+#include "pkcs7.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(CMS_ContentInfo *, CMS_ContentInfo_free)
+DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY_CTX *, EVP_PKEY_CTX_free)
+
+/* The raw signature over a digest: PKCS#1 v1.5 (DigestInfo) for RSA, as
+ * OpenSSL's CMS code makes it; DER ECDSA-Sig-Value for EC. */
+static int sign_raw(EVP_PKEY *key, const EVP_MD *md, const uint8_t *digest,
+		    size_t digest_len, uint8_t **ret, size_t *ret_len)
+{
+	_cleanup_(EVP_PKEY_CTX_freep) EVP_PKEY_CTX *ctx = NULL;
+	_cleanup_(freep) uint8_t *sig = NULL;
+	size_t len = 0;
+
+	ctx = EVP_PKEY_CTX_new(key, NULL);
+	if (!ctx)
+		return -ENOMEM;
+	if (EVP_PKEY_sign_init(ctx) <= 0 ||
+	    EVP_PKEY_CTX_set_signature_md(ctx, md) <= 0)
+		return -EIO;
+	if (EVP_PKEY_is_a(key, "RSA") &&
+	    EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_PADDING) <= 0)
+		return -EIO;
+	if (EVP_PKEY_sign(ctx, NULL, &len, digest, digest_len) <= 0)
+		return -EIO;
+	sig = malloc(len);
+	if (!sig)
+		return -ENOMEM;
+	if (EVP_PKEY_sign(ctx, sig, &len, digest, digest_len) <= 0)
+		return -EIO;
+	*ret = TAKE_PTR(sig);
+	*ret_len = len;
+	return 0;
+}
+
+int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const EVP_MD *md,
+		      const uint8_t *digest, size_t digest_len, bool use_keyid,
+		      uint8_t **ret_der, size_t *ret_len)
+{
+	const unsigned flags = CMS_NOCERTS | CMS_BINARY | CMS_DETACHED;
+	_cleanup_(CMS_ContentInfo_freep) CMS_ContentInfo *cms = NULL;
+	_cleanup_(freep) uint8_t *sig = NULL;
+	CMS_SignerInfo *si;
+	unsigned char *der = NULL;
+	size_t sig_len;
+	int n, r;
+
+	if ((size_t)EVP_MD_get_size(md) != digest_len)
+		return -EINVAL;
+
+	/*
+	 * Let OpenSSL lay out the SignedData exactly as sign-file's
+	 * CMS_sign(CMS_PARTIAL)/CMS_add1_signer() does: version, digest
+	 * algorithm identifiers, signer identifier and signature algorithm.
+	 * Only the final step differs: CMS_final() would hash the content;
+	 * we sign the digest we were given and put it in place ourselves.
+	 */
+	cms = CMS_sign(NULL, NULL, NULL, NULL, flags | CMS_PARTIAL);
+	if (!cms)
+		return -ENOMEM;
+	si = CMS_add1_signer(cms, cert, key, md,
+			     flags | CMS_NOSMIMECAP | CMS_NOATTR |
+				     (use_keyid ? CMS_USE_KEYID : 0));
+	if (!si) {
+		ERR_clear_error();
+		return -EINVAL;
+	}
+	r = sign_raw(key, md, digest, digest_len, &sig, &sig_len);
+	if (r < 0) {
+		ERR_clear_error();
+		return r;
+	}
+	ASN1_STRING_set0(CMS_SignerInfo_get0_signature(si), TAKE_PTR(sig),
+			 (int)sig_len);
+
+	n = i2d_CMS_ContentInfo(cms, &der);
+	if (n <= 0)
+		return -ENOMEM;
+	*ret_der = der;
+	*ret_len = (size_t)n;
+	return 0;
+}
+
+/* The single SignerInfo of a detached SignedData of type data. */
+static int parse_signed_data(CMS_ContentInfo *cms, CMS_SignerInfo **ret)
+{
+	STACK_OF(CMS_SignerInfo) *sis;
+	ASN1_OCTET_STRING **content;
+
+	if (OBJ_obj2nid(CMS_get0_type(cms)) != NID_pkcs7_signed)
+		return -EBADMSG;
+	if (OBJ_obj2nid(CMS_get0_eContentType(cms)) != NID_pkcs7_data)
+		return -EBADMSG;
+	content = CMS_get0_content(cms);
+	if (content && *content)
+		return -EBADMSG; /* not detached */
+	sis = CMS_get0_SignerInfos(cms);
+	if (!sis || sk_CMS_SignerInfo_num(sis) != 1)
+		return -EBADMSG;
+	*ret = sk_CMS_SignerInfo_value(sis, 0);
+	return 0;
+}
+
+static int verify_raw(X509 *cert, const EVP_MD *md, const uint8_t *digest,
+		      size_t digest_len, CMS_SignerInfo *si)
+{
+	_cleanup_(EVP_PKEY_CTX_freep) EVP_PKEY_CTX *ctx = NULL;
+	ASN1_OCTET_STRING *sig = CMS_SignerInfo_get0_signature(si);
+	EVP_PKEY *pub = X509_get0_pubkey(cert);
+
+	if (!pub)
+		return -EBADMSG;
+	ctx = EVP_PKEY_CTX_new(pub, NULL);
+	if (!ctx)
+		return -ENOMEM;
+	if (EVP_PKEY_verify_init(ctx) <= 0 ||
+	    EVP_PKEY_CTX_set_signature_md(ctx, md) <= 0)
+		return -EKEYREJECTED;
+	if (EVP_PKEY_is_a(pub, "RSA") &&
+	    EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_PADDING) <= 0)
+		return -EKEYREJECTED;
+	if (EVP_PKEY_verify(ctx, ASN1_STRING_get0_data(sig),
+			    (size_t)ASN1_STRING_length(sig), digest,
+			    digest_len) != 1)
+		return -EKEYREJECTED;
+	return 0;
+}
+
+int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
+			int fd, size_t body_len, const char **ret_hash)
+{
+	_cleanup_(CMS_ContentInfo_freep) CMS_ContentInfo *cms = NULL;
+	const unsigned char *p = der;
+	uint8_t digest[DIGEST_MAX_LEN];
+	X509_ALGOR *digalg = NULL;
+	CMS_SignerInfo *si;
+	const EVP_MD *md;
+	size_t digest_len;
+	int r;
+
+	cms = d2i_CMS_ContentInfo(NULL, &p, (long)der_len);
+	if (!cms || p != der + der_len) {
+		ERR_clear_error();
+		return -EBADMSG;
+	}
+	r = parse_signed_data(cms, &si);
+	if (r < 0)
+		return r;
+	CMS_SignerInfo_get0_algs(si, NULL, NULL, &digalg, NULL);
+	/* OpenSSL's long names are the lower-case "sha256" we use. */
+	md = digest_lookup(OBJ_nid2ln(OBJ_obj2nid(digalg->algorithm)));
+	if (ret_hash)
+		*ret_hash = md ? digest_name(md) : NULL;
+	if (!md)
+		return -ENOPKG;
+	if (CMS_signed_get_attr_count(si) >= 0)
+		return -EPROTO;
+	if (CMS_SignerInfo_cert_cmp(si, cert) != 0)
+		return -ENOKEY;
+	r = digest_fd(fd, body_len, md, digest, &digest_len);
+	if (r < 0)
+		return r;
+	r = verify_raw(cert, md, digest, digest_len, si);
+	ERR_clear_error();
+	return r;
+}

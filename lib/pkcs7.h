@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef MODSIGN_PKCS7_H
+#define MODSIGN_PKCS7_H
+
+/*
+ * Module signatures as the kernel takes them: a detached PKCS#7/CMS
+ * SignedData over the "data" content type, with no certificates and no
+ * signed attributes (6.1's pkcs7_verify() rejects module signatures that
+ * carry authenticated attributes), one signer identified by issuer and
+ * serial number (or by subjectKeyIdentifier).  This is byte for byte what
+ * scripts/sign-file makes with CMS_NOCERTS | CMS_BINARY | CMS_DETACHED |
+ * CMS_NOATTR.
+ */
+
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Sign a precomputed digest.  Because there are no signed attributes the
+ * signature is over the content digest itself, so the message can be built
+ * from the digest alone: the module never has to reach the key holder.
+ *
+ * @key may be any EVP_PKEY able to sign (software, provider or engine).
+ * On success *@ret_der is a DER ContentInfo of *@ret_len bytes, to be
+ * released with OPENSSL_free().
+ * Returns 0, -EINVAL (digest length does not match @md, key does not match
+ * @cert), -EIO (the key refused to sign) or -ENOMEM.
+ */
+int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const EVP_MD *md,
+		      const uint8_t *digest, size_t digest_len, bool use_keyid,
+		      uint8_t **ret_der, size_t *ret_len);
+
+/*
+ * Verify a module signature by the kernel's rules against @cert, hashing
+ * the first @body_len bytes of @fd.  Returns:
+ *   0             valid;
+ *   -EBADMSG      not a detached PKCS#7 SignedData of type data with one signer;
+ *   -EPROTO       it carries signed attributes (the kernel rejects those);
+ *   -ENOPKG       its hash algorithm is not one modsign accepts;
+ *   -ENOKEY       its signer is not @cert;
+ *   -EKEYREJECTED the signature does not match the module;
+ *   other negative errno on I/O errors.
+ * If @ret_hash is not NULL it receives the hash name ("sha256") when known.
+ */
+int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
+			int fd, size_t body_len, const char **ret_hash);
+
+#endif

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "util.h"
+
+void memzero_explicit(void *p, size_t n)
+{
+	if (p && n)
+		OPENSSL_cleanse(p, n);
+}
+
+void erase_and_free(char *s)
+{
+	if (!s)
+		return;
+	memzero_explicit(s, strlen(s));
+	free(s);
+}
+
+int hex_encode(const uint8_t *buf, size_t len, char **ret)
+{
+	static const char digits[] = "0123456789abcdef";
+	char *s;
+
+	s = malloc(len * 2 + 1);
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < len; i++) {
+		s[2 * i] = digits[buf[i] >> 4];
+		s[2 * i + 1] = digits[buf[i] & 0xf];
+	}
+	s[len * 2] = '\0';
+	*ret = s;
+	return 0;
+}
+
+static int unhex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int hex_decode(const char *s, uint8_t *out, size_t max, size_t *ret_len)
+{
+	size_t n = strlen(s);
+
+	if (n % 2 != 0)
+		return -EINVAL;
+	if (n / 2 > max)
+		return -ERANGE;
+	for (size_t i = 0; i < n / 2; i++) {
+		int hi = unhex(s[2 * i]), lo = unhex(s[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	*ret_len = n / 2;
+	return 0;
+}
+
+int base64_encode(const uint8_t *buf, size_t len, char **ret)
+{
+	char *s;
+
+	if (len > INT_MAX / 2)
+		return -ERANGE;
+	s = malloc(4 * ((len + 2) / 3) + 1);
+	if (!s)
+		return -ENOMEM;
+	EVP_EncodeBlock((unsigned char *)s, buf, (int)len);
+	*ret = s;
+	return 0;
+}
+
+int base64_decode(const char *s, uint8_t **ret, size_t *ret_len)
+{
+	size_t n = strlen(s), pad = 0;
+	_cleanup_(freep) uint8_t *out = NULL;
+	int r;
+
+	if (n % 4 != 0 || n > INT_MAX)
+		return -EINVAL;
+	out = malloc(n / 4 * 3 + 1);
+	if (!out)
+		return -ENOMEM;
+	/* EVP_DecodeBlock counts padding as zero bytes; subtract it. */
+	r = EVP_DecodeBlock(out, (const unsigned char *)s, (int)n);
+	if (r < 0)
+		return -EINVAL;
+	if (n >= 1 && s[n - 1] == '=')
+		pad++;
+	if (n >= 2 && s[n - 2] == '=')
+		pad++;
+	*ret_len = (size_t)r - pad;
+	*ret = TAKE_PTR(out);
+	return 0;
+}
+
+ssize_t read_full(int fd, void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = read(fd, (char *)buf + done, len - done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+int write_full(int fd, const void *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write(fd, (const char *)buf + done, len - done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int parse_uint(const char *s, unsigned long max, unsigned long *ret)
+{
+	char *end;
+	unsigned long v;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end)
+		return -EINVAL;
+	if (v > max)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef MODSIGN_UTIL_H
+#define MODSIGN_UTIL_H
+
+/*
+ * Small helpers shared by modsignd and modsign-client.  Nothing here logs;
+ * every function returns 0 or a negative errno.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "macro.h"
+
+/* Zero a buffer that held a secret in a way the compiler may not elide. */
+void memzero_explicit(void *p, size_t n);
+
+/* Wipe and free a NUL-terminated secret; accepts NULL. */
+void erase_and_free(char *s);
+static inline void erase_and_freep(char **s)
+{
+	erase_and_free(*s);
+}
+
+/* Lower-case hex of @len bytes into a new string in *@ret. */
+int hex_encode(const uint8_t *buf, size_t len, char **ret);
+/* Parse exactly @max or fewer bytes of hex; -EINVAL on odd length or non-hex. */
+int hex_decode(const char *s, uint8_t *out, size_t max, size_t *ret_len);
+
+/* Standard base64 (RFC 4648, padded) of @len bytes into a new string. */
+int base64_encode(const uint8_t *buf, size_t len, char **ret);
+/* Decode into a new buffer; -EINVAL on malformed input. */
+int base64_decode(const char *s, uint8_t **ret, size_t *ret_len);
+
+/* Loop over short reads/writes and EINTR. read_full returns bytes read (short only at EOF). */
+ssize_t read_full(int fd, void *buf, size_t len);
+int write_full(int fd, const void *buf, size_t len);
+
+/* Parse a decimal unsigned int with a maximum; -EINVAL / -ERANGE. */
+int parse_uint(const char *s, unsigned long max, unsigned long *ret);
+
+#endif

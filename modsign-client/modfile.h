@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef MODSIGN_CLIENT_MODFILE_H
+#define MODSIGN_CLIENT_MODFILE_H
+
+/*
+ * A kernel module file on disk: what is signed in it, and how to replace it
+ * so that it is at every moment either untouched or completely rewritten.
+ * The new content goes to an unnamed file (O_TMPFILE) in the same
+ * directory, takes the old mode and owner, and is renamed over the
+ * original; a crash leaves the original and no litter.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "digest.h"
+#include "modsig.h"
+
+struct modfile {
+	const char *path; /* borrowed */
+	int fd;
+	struct stat st;
+	struct modsig_info sig;
+};
+
+/*
+ * Open @path and inspect its signature trailer.  Refuses what is not a
+ * regular ELF file or has a corrupt trailer.  With @for_write, also
+ * refuses a read-only file.  On failure returns a negative errno and sets
+ * *@ret_err to a reason (static text, or NULL to use strerror).
+ */
+int modfile_open(const char *path, bool for_write, struct modfile *ret,
+		 const char **ret_err);
+void modfile_close(struct modfile *m);
+
+/* Digest of the module without any signature. */
+int modfile_digest(struct modfile *m, const EVP_MD *md, uint8_t *out,
+		   size_t *ret_len);
+
+/* Read the current signature (m->sig.sig_len bytes) into a new buffer. */
+int modfile_read_sig(struct modfile *m, uint8_t **ret);
+
+/*
+ * Write the module body followed by @sig (NULL: no signature, i.e. strip)
+ * and its trailer to @dest (NULL: replace @m in place), atomically.
+ * -ESTALE if the module changed since it was opened.  On failure nothing
+ * at @dest has changed; *@ret_err may name the step that failed.
+ */
+int modfile_write(struct modfile *m, const char *dest, const uint8_t *sig,
+		  size_t sig_len, const char **ret_err);
+
+#endif

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * sign and sign-file: hash each module here, send only its digest, and
+ * write back the returned signature.  Up to SIGN_WINDOW requests are in
+ * flight on one connection, so hashing and writing here overlap with
+ * signing on every core of the daemon.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cert.h"
+#include "client.h"
+#include "modfile.h"
+#include "util.h"
+
+#define SIGN_WINDOW 32
+
+struct sign_opts {
+	const char *key;     /* NULL: the daemon's default */
+	const EVP_MD *md;
+	bool use_keyid;
+	X509 *expect;        /* sign-file: the certificate kbuild embeds */
+	char *expect_key_id; /* its subjectKeyIdentifier, hex */
+};
+
+struct item {
+	const char *path;
+	const char *dest; /* NULL: in place */
+	struct modfile m;
+	bool sent, done, ok;
+};
+
+static json_object *sign_request(uint64_t id, const struct sign_opts *o,
+				 const struct item *it, const uint8_t *digest,
+				 size_t len)
+{
+	_cleanup_(freep) char *hex = NULL;
+	json_object *req = proto_request_new(id, "sign");
+
+	if (!req || hex_encode(digest, len, &hex) < 0) {
+		json_object_put(req);
+		return NULL;
+	}
+	if (o->key)
+		json_object_object_add(req, "key", json_object_new_string(o->key));
+	json_object_object_add(req, "hash", json_object_new_string(digest_name(o->md)));
+	json_object_object_add(req, "digest", json_object_new_string(hex));
+	/* The name is for the audit record; the path says which build it is. */
+	json_object_object_add(req, "module", json_object_new_string(it->path));
+	if (o->use_keyid)
+		json_object_object_add(req, "keyid", json_object_new_boolean(1));
+	return req;
+}
+
+static void item_fail(struct item *it, int r, const char *why)
+{
+	warn_msg("%s: %s", it->path, why ?: strerror(-r));
+	modfile_close(&it->m);
+	it->done = true;
+}
+
+/* Open, hash and send; a failure here is the file's, not the connection's. */
+static int item_send(struct conn *c, const struct sign_opts *o, struct item *it,
+		     uint64_t id)
+{
+	_cleanup_(json_object_putp) json_object *req = NULL;
+	uint8_t digest[DIGEST_MAX_LEN];
+	size_t len;
+	const char *why;
+	int r;
+
+	r = modfile_open(it->path, it->dest == NULL, &it->m, &why);
+	if (r < 0) {
+		item_fail(it, r, why);
+		return 0;
+	}
+	r = modfile_digest(&it->m, o->md, digest, &len);
+	if (r < 0) {
+		item_fail(it, r, r == -ESTALE ? "changed while being read" : NULL);
+		return 0;
+	}
+	req = sign_request(id, o, it, digest, len);
+	if (!req)
+		return -ENOMEM;
+	r = conn_send(c, req);
+	if (r < 0)
+		return r;
+	it->sent = true;
+	return 0;
+}
+
+static int check_signer(const struct sign_opts *o, json_object *reply)
+{
+	const char *key_id = NULL;
+
+	if (!o->expect_key_id)
+		return 0;
+	proto_get_string(reply, "key_id", 256, true, &key_id);
+	return key_id && strcmp(key_id, o->expect_key_id) == 0 ? 0 : -ENOKEY;
+}
+
+static void item_finish(const struct sign_opts *o, struct item *it,
+			json_object *reply)
+{
+	_cleanup_(freep) uint8_t *sig = NULL;
+	const char *b64 = NULL, *why = NULL;
+	bool ok = false;
+	size_t len = 0;
+	int r;
+
+	proto_get_bool(reply, "ok", &ok);
+	if (!ok) {
+		warn_msg("%s: modsignd refused: %s", it->path, reply_error(reply));
+		r = -EREMOTEIO;
+	} else if (check_signer(o, reply) < 0) {
+		warn_msg("%s: the daemon's key is not the certificate given (%s); not signed",
+			 it->path, o->expect_key_id);
+		r = -ENOKEY;
+	} else if (proto_get_string(reply, "signature", PROTO_MAX_FRAME, true, &b64) < 0 ||
+		   base64_decode(b64, &sig, &len) < 0 || len == 0 || len > MODSIG_MAX_SIG) {
+		warn_msg("%s: malformed signature from modsignd", it->path);
+		r = -EBADMSG;
+	} else {
+		r = modfile_write(&it->m, it->dest, sig, len, &why);
+		if (r < 0)
+			warn_msg("%s: %s%s%s", it->dest ?: it->path,
+				 r == -ESTALE ? "changed while being signed" : why ?: "",
+				 why && r != -ESTALE ? ": " : "",
+				 r == -ESTALE ? "" : strerror(-r));
+	}
+	modfile_close(&it->m);
+	it->done = true;
+	it->ok = r >= 0;
+}
+
+/* Signs @items; returns the number that were not signed. */
+static size_t sign_items(struct conn *c, const struct sign_opts *o,
+			 struct item *items, size_t n)
+{
+	size_t next = 0, inflight = 0, failed = 0;
+	int r = 0;
+
+	while (r >= 0 && (next < n || inflight > 0)) {
+		_cleanup_(json_object_putp) json_object *reply = NULL;
+		uint64_t id;
+
+		while (r >= 0 && next < n && inflight < SIGN_WINDOW) {
+			r = item_send(c, o, &items[next], next + 1);
+			inflight += items[next++].sent;
+		}
+		if (r < 0 || inflight == 0)
+			break;
+		r = conn_recv(c, &reply);
+		if (r < 0)
+			break;
+		if (proto_get_uint(reply, "id", &id) < 0 || id == 0 || id > next ||
+		    !items[id - 1].sent || items[id - 1].done) {
+			/* id 0: the daemon refused the connection or the frame */
+			warn_msg("modsignd: %s", reply_error(reply));
+			r = -EPROTO;
+			break;
+		}
+		item_finish(o, &items[id - 1], reply);
+		inflight--;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!items[i].done && r < 0)
+			warn_msg("%s: not signed: %s", items[i].path,
+				 r == -EPROTO ? "protocol error" : strerror(-r));
+		if (!items[i].ok)
+			failed++;
+		modfile_close(&items[i].m);
+	}
+	return failed;
+}
+
+static int run_sign(const struct global *g, const struct sign_opts *o,
+		    struct item *items, size_t n)
+{
+	_cleanup_(conn_closep) struct conn *c = NULL;
+
+	if (client_connect(g, &c) < 0)
+		return 1;
+	return sign_items(c, o, items, n) ? 1 : 0;
+}
+
+static const EVP_MD *hash_arg(const char *name)
+{
+	const EVP_MD *md = digest_lookup(name);
+
+	if (!md)
+		warn_msg("hash '%s' not allowed: use sha256, sha384 or sha512", name);
+	return md;
+}
+
+int cmd_sign(const struct global *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "key", required_argument, NULL, 'k' },
+		{ "hash", required_argument, NULL, 'H' },
+		{ "keyid", no_argument, NULL, 'i' },
+		{}
+	};
+	struct sign_opts o = { .md = digest_lookup(DIGEST_DEFAULT) };
+	_cleanup_(freep) struct item *items = NULL;
+	int c, n;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		if (c == 'k')
+			o.key = optarg;
+		else if (c == 'H' && !(o.md = hash_arg(optarg)))
+			return EXIT_USAGE;
+		else if (c == 'i')
+			o.use_keyid = true;
+		else if (c == '?')
+			return EXIT_USAGE;
+	}
+	n = argc - optind;
+	if (n <= 0) {
+		warn_msg("sign: no modules given");
+		return EXIT_USAGE;
+	}
+	items = calloc((size_t)n, sizeof(*items));
+	if (!items)
+		return 1;
+	for (int i = 0; i < n; i++)
+		items[i] = (struct item){ .path = argv[optind + i], .m.fd = -1 };
+	return run_sign(g, &o, items, (size_t)n);
+}
+
+/* sign-file's KEY argument: "modsign:NAME" names a daemon key; a path or
+ * pkcs11: URI of the unpatched kbuild means the default key. */
+static const char *key_arg(const char *arg)
+{
+	return strncmp(arg, "modsign:", 8) == 0 && arg[8] ? arg + 8 : NULL;
+}
+
+static int expect_cert(struct sign_opts *o, const char *path)
+{
+	int r = cert_load_file(path, &o->expect);
+
+	if (r < 0) {
+		warn_msg("%s: cannot read certificate: %s", path,
+			 r == -EBADMSG ? "no PEM or DER certificate" : strerror(-r));
+		return r;
+	}
+	r = cert_key_id(o->expect, &o->expect_key_id);
+	if (r < 0)
+		warn_msg("%s: certificate has no subjectKeyIdentifier", path);
+	return r;
+}
+
+int cmd_sign_file(const struct global *g, int argc, char **argv)
+{
+	struct sign_opts o = { 0 };
+	struct item it = { .m.fd = -1 };
+	int i = 1, r;
+
+	if (i < argc && strcmp(argv[i], "-k") == 0) {
+		o.use_keyid = true;
+		i++;
+	}
+	if (i < argc && argv[i][0] == '-') {
+		warn_msg("sign-file: option '%s' is not supported", argv[i]);
+		return EXIT_USAGE;
+	}
+	if (argc - i < 4 || argc - i > 5) {
+		warn_msg("usage: sign-file [-k] <hash> <key> <x509> <module> [<dest>]");
+		return EXIT_USAGE;
+	}
+	o.md = hash_arg(argv[i]);
+	if (!o.md)
+		return EXIT_USAGE;
+	o.key = key_arg(argv[i + 1]);
+	if (expect_cert(&o, argv[i + 2]) < 0) {
+		X509_free(o.expect);
+		return 1;
+	}
+	it.path = argv[i + 3];
+	if (argc - i == 5 && strcmp(argv[i + 3], argv[i + 4]) != 0)
+		it.dest = argv[i + 4];
+	r = run_sign(g, &o, &it, 1);
+	X509_free(o.expect);
+	free(o.expect_key_id);
+	return r;
+}

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <openssl/bn.h>
+#include <openssl/conf.h>
+#include <openssl/err.h>
+#include <openssl/rand.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cert.h"
+#include "certgen.h"
+#include "macro.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(CONF *, NCONF_free)
+DEFINE_TRIVIAL_CLEANUP_FUNC(BIO *, BIO_free)
+
+static const struct {
+	const char *name;
+	const char *type;
+	unsigned bits;
+	const char *curve;
+} algs[] = {
+	{ "rsa2048", "RSA", 2048, NULL },
+	{ "rsa3072", "RSA", 3072, NULL },
+	{ "rsa4096", "RSA", 4096, NULL },
+	{ "ecdsa-p256", "EC", 0, "P-256" },
+	{ "ecdsa-p384", "EC", 0, "P-384" },
+};
+
+int certgen_key(const char *alg, EVP_PKEY **ret)
+{
+	EVP_PKEY *k = NULL;
+
+	for (size_t i = 0; i < ELEMENTSOF(algs); i++) {
+		if (strcmp(alg, algs[i].name) != 0)
+			continue;
+		if (algs[i].curve)
+			k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", algs[i].curve);
+		else
+			k = EVP_PKEY_Q_keygen(NULL, NULL, "RSA",
+					      (size_t)algs[i].bits);
+		if (!k)
+			return -EIO;
+		*ret = k;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* Replace each @FIELD@ of the template; returns a new string. */
+static char *substitute(const char *tmpl, const struct certgen_params *p)
+{
+	char days[16];
+	const char *vars[][2] = {
+		{ "@ORGANIZATION@", p->organization }, { "@COMMON_NAME@", p->common_name },
+		{ "@EMAIL@", p->email },               { "@DAYS@", days },
+		{ "@BITS@", "4096" },                  { "@HASH@", "sha256" },
+	};
+	size_t cap = strlen(tmpl) + 1, len = 0;
+	char *out;
+
+	snprintf(days, sizeof(days), "%u", p->days);
+	for (size_t i = 0; i < ELEMENTSOF(vars); i++)
+		cap += 4 * strlen(vars[i][1]); /* each field appears a few times at most */
+	out = malloc(cap + 1024);
+	if (!out)
+		return NULL;
+	cap += 1024;
+	for (const char *s = tmpl; *s;) {
+		size_t i;
+
+		for (i = 0; i < ELEMENTSOF(vars); i++) {
+			size_t n = strlen(vars[i][0]), m = strlen(vars[i][1]);
+
+			if (strncmp(s, vars[i][0], n) != 0)
+				continue;
+			if (len + m + 1 > cap)
+				goto overflow;
+			memcpy(out + len, vars[i][1], m);
+			len += m;
+			s += n;
+			break;
+		}
+		if (i < ELEMENTSOF(vars))
+			continue;
+		if (len + 2 > cap)
+			goto overflow;
+		out[len++] = *s++;
+	}
+	out[len] = '\0';
+	return out;
+overflow:
+	free(out);
+	errno = E2BIG;
+	return NULL;
+}
+
+static int load_template(const struct certgen_params *p, CONF **ret)
+{
+	_cleanup_(freep) char *text = NULL, *file = NULL;
+	_cleanup_(BIO_freep) BIO *b = NULL;
+	CONF *conf;
+	long line = 0;
+
+	if (p->template_path) {
+		FILE *f = fopen(p->template_path, "re");
+		size_t n;
+
+		if (!f)
+			return -errno;
+		file = calloc(1, 64 * 1024);
+		n = file ? fread(file, 1, 64 * 1024 - 1, f) : 0;
+		fclose(f);
+		if (!file)
+			return -ENOMEM;
+		if (n == 0)
+			return -ENODATA;
+	}
+	text = substitute(file ?: certgen_builtin_template, p);
+	if (!text)
+		return -ENOMEM;
+	b = BIO_new_mem_buf(text, -1);
+	conf = NCONF_new(NULL);
+	if (!b || !conf || NCONF_load_bio(conf, b, &line) <= 0) {
+		NCONF_free(conf);
+		ERR_clear_error();
+		return -EBADMSG;
+	}
+	*ret = conf;
+	return 0;
+}
+
+/* The subject from the distinguished_name section; empty values skipped. */
+static int build_name(CONF *conf, X509_NAME *name)
+{
+	const char *sect = NCONF_get_string(conf, "req", "distinguished_name");
+	STACK_OF(CONF_VALUE) *vals;
+
+	if (!sect || !(vals = NCONF_get_section(conf, sect)))
+		return -EBADMSG;
+	for (int i = 0; i < sk_CONF_VALUE_num(vals); i++) {
+		CONF_VALUE *v = sk_CONF_VALUE_value(vals, i);
+
+		if (!v->value || !*v->value)
+			continue;
+		if (!X509_NAME_add_entry_by_txt(name, v->name, MBSTRING_UTF8,
+						(const unsigned char *)v->value,
+						-1, -1, 0))
+			return -EBADMSG;
+	}
+	return X509_NAME_entry_count(name) > 0 ? 0 : -EBADMSG;
+}
+
+static int random_serial(X509 *cert)
+{
+	unsigned char buf[16];
+	BIGNUM *bn;
+	int ok;
+
+	if (RAND_bytes(buf, sizeof(buf)) != 1)
+		return -EIO;
+	buf[0] &= 0x7f; /* positive, as RFC 5280 requires */
+	buf[0] |= 0x40; /* and never shorter than 16 bytes */
+	bn = BN_bin2bn(buf, sizeof(buf), NULL);
+	ok = bn && BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(cert));
+	BN_free(bn);
+	return ok ? 0 : -ENOMEM;
+}
+
+static int fill_cert(X509 *cert, EVP_PKEY *key, CONF *conf, unsigned days,
+		     const char **ret_err)
+{
+	const char *exts = NCONF_get_string(conf, "req", "x509_extensions");
+	const char *mdname = NCONF_get_string(conf, "req", "default_md");
+	X509V3_CTX ctx;
+	const EVP_MD *md;
+
+	ERR_clear_error();
+	if (!X509_set_version(cert, X509_VERSION_3) || random_serial(cert) < 0 ||
+	    !X509_gmtime_adj(X509_getm_notBefore(cert), 0) ||
+	    !X509_time_adj_ex(X509_getm_notAfter(cert), (int)days, 0, NULL) ||
+	    !X509_set_pubkey(cert, key))
+		return (*ret_err = "cannot set certificate fields"), -EIO;
+	if (build_name(conf, X509_get_subject_name(cert)) < 0 ||
+	    !X509_set_issuer_name(cert, X509_get_subject_name(cert)))
+		return (*ret_err = "no usable distinguished_name section"), -EINVAL;
+	if (!exts)
+		return (*ret_err = "no x509_extensions in [ req ]"), -EINVAL;
+	X509V3_set_ctx(&ctx, cert, cert, NULL, NULL, 0);
+	X509V3_set_nconf(&ctx, conf);
+	if (!X509V3_EXT_add_nconf(conf, &ctx, exts, cert))
+		return (*ret_err = "bad x509_extensions section"), -EINVAL;
+	md = EVP_get_digestbyname(mdname ?: "sha256");
+	if (!md)
+		return (*ret_err = "unknown default_md"), -EINVAL;
+	if (!X509_sign(cert, key, md))
+		return (*ret_err = "self-signing failed"), -EIO;
+	return 0;
+}
+
+int certgen_cert(EVP_PKEY *key, const struct certgen_params *p, X509 **ret,
+		 const char **ret_err)
+{
+	_cleanup_(NCONF_freep) CONF *conf = NULL;
+	_cleanup_(X509_freep) X509 *cert = NULL;
+	int r;
+
+	*ret_err = NULL;
+	r = load_template(p, &conf);
+	if (r < 0) {
+		*ret_err = r == -EBADMSG ? "template does not parse" :
+					   "cannot read template";
+		return r;
+	}
+	cert = X509_new();
+	if (!cert)
+		return -ENOMEM;
+	r = fill_cert(cert, key, conf, p->days, ret_err);
+	ERR_clear_error();
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(cert);
+	return 0;
+}

@@ -1,0 +1,200 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cert.h"
+#include "keys.h"
+#include "proto.h"
+#include "util.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(BIO *, BIO_free)
+
+#define KEY_FILE_MAX (1024u * 1024)
+
+const char *key_backend_name(enum key_backend b)
+{
+	switch (b) {
+	case KEY_EPHEMERAL:
+		return "ephemeral";
+	case KEY_FILE:
+		return "file";
+	}
+	return "unknown";
+}
+
+static void key_free(struct key *k)
+{
+	if (!k)
+		return;
+	free(k->name);
+	EVP_PKEY_free(k->pkey);
+	X509_free(k->cert);
+	OPENSSL_free(k->cert_der);
+	free(k->key_id);
+	free(k->subject);
+	free(k);
+}
+
+static int valid_name(const char *s, size_t n)
+{
+	if (n == 0 || n > PROTO_MAX_NAME)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!(s[i] >= 'a' && s[i] <= 'z') && !(s[i] >= 'A' && s[i] <= 'Z') &&
+		    !(s[i] >= '0' && s[i] <= '9') && !strchr("-_.", s[i]))
+			return 0;
+	return 1;
+}
+
+/* A passphrase-protected key cannot be unlocked by a daemon: refuse. */
+static int no_passphrase(char *buf _unused_, int size _unused_,
+			 int rwflag _unused_, void *u _unused_)
+{
+	return -1;
+}
+
+/*
+ * Read PATH holding a private key and its certificate, as the kernel's
+ * certs/signing_key.pem.  The buffer that held the PEM is wiped.
+ */
+static int load_pem(const char *path, EVP_PKEY **ret_key, X509 **ret_cert,
+		    const char **ret_err)
+{
+	_cleanup_(closep) int fd = -1;
+	_cleanup_(BIO_freep) BIO *b = NULL;
+	uint8_t *buf = NULL;
+	struct stat st;
+	ssize_t n;
+	int r = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0)
+		return (*ret_err = "cannot open key file"), -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return (*ret_err = "key file is not a regular file"), -EINVAL;
+	if ((size_t)st.st_size > KEY_FILE_MAX)
+		return (*ret_err = "key file too large"), -EFBIG;
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return -ENOMEM;
+	n = read_full(fd, buf, (size_t)st.st_size);
+	if (n < 0) {
+		r = (int)n;
+		*ret_err = "cannot read key file";
+		goto out;
+	}
+	b = BIO_new_mem_buf(buf, (int)n);
+	*ret_key = b ? PEM_read_bio_PrivateKey(b, NULL, no_passphrase, NULL) : NULL;
+	if (!*ret_key) {
+		r = -EBADMSG;
+		*ret_err = "no unencrypted private key in key file";
+		goto out;
+	}
+	BIO_reset(b);
+	*ret_cert = PEM_read_bio_X509(b, NULL, NULL, NULL);
+	if (!*ret_cert) {
+		EVP_PKEY_free(TAKE_PTR(*ret_key));
+		r = -EBADMSG;
+		*ret_err = "no certificate in key file";
+	}
+out:
+	memzero_explicit(buf, (size_t)st.st_size);
+	free(buf);
+	ERR_clear_error();
+	return r;
+}
+
+static int make_ephemeral(const char *alg, const struct certgen_params *gen,
+			  EVP_PKEY **ret_key, X509 **ret_cert, const char **ret_err)
+{
+	int r;
+
+	r = certgen_key(alg, ret_key);
+	if (r < 0)
+		return (*ret_err = r == -EINVAL ? "unknown key algorithm" :
+						  "key generation failed"), r;
+	r = certgen_cert(*ret_key, gen, ret_cert, ret_err);
+	if (r < 0)
+		EVP_PKEY_free(TAKE_PTR(*ret_key));
+	return r;
+}
+
+/* Derived, printable facts about a loaded key. */
+static int key_describe(struct key *k, const char **ret_err)
+{
+	if (!X509_check_private_key(k->cert, k->pkey)) {
+		ERR_clear_error();
+		return (*ret_err = "certificate does not match the private key"),
+		       -EINVAL;
+	}
+	if (cert_key_id(k->cert, &k->key_id) < 0)
+		return (*ret_err = "certificate has no subjectKeyIdentifier"),
+		       -EINVAL;
+	if (cert_subject(k->cert, &k->subject) < 0 ||
+	    cert_to_der(k->cert, &k->cert_der, &k->cert_der_len) < 0)
+		return -ENOMEM;
+	return cert_key_alg(k->pkey, k->alg, sizeof(k->alg));
+}
+
+int keystore_add(struct keystore *ks, const char *spec,
+		 const struct certgen_params *gen, const char **ret_err)
+{
+	const char *eq = strchr(spec, '='), *src;
+	struct key *k;
+	int r;
+
+	*ret_err = NULL;
+	if (!eq || !valid_name(spec, (size_t)(eq - spec)))
+		return (*ret_err = "expected NAME=SOURCE with NAME of [A-Za-z0-9._-]"),
+		       -EINVAL;
+	if (ks->n >= KEYS_MAX)
+		return (*ret_err = "too many keys"), -E2BIG;
+	src = eq + 1;
+	k = calloc(1, sizeof(*k));
+	if (!k || !(k->name = strndup(spec, (size_t)(eq - spec)))) {
+		free(k);
+		return -ENOMEM;
+	}
+	if (keystore_find(ks, k->name)) {
+		key_free(k);
+		return (*ret_err = "duplicate key name"), -EEXIST;
+	}
+	if (strcmp(src, "ephemeral") == 0 || strncmp(src, "ephemeral:", 10) == 0) {
+		k->backend = KEY_EPHEMERAL;
+		r = make_ephemeral(src[9] ? src + 10 : "rsa4096", gen, &k->pkey,
+				   &k->cert, ret_err);
+	} else {
+		k->backend = KEY_FILE;
+		r = load_pem(src, &k->pkey, &k->cert, ret_err);
+	}
+	if (r >= 0)
+		r = key_describe(k, ret_err);
+	if (r < 0) {
+		key_free(k);
+		return r;
+	}
+	ks->keys[ks->n++] = k;
+	return 0;
+}
+
+struct key *keystore_find(const struct keystore *ks, const char *name)
+{
+	for (size_t i = 0; i < ks->n; i++)
+		if (strcmp(ks->keys[i]->name, name ?: "default") == 0)
+			return ks->keys[i];
+	if (!name && ks->n == 1)
+		return ks->keys[0];
+	return NULL;
+}
+
+void keystore_clear(struct keystore *ks)
+{
+	for (size_t i = 0; i < ks->n; i++)
+		key_free(ks->keys[i]);
+	ks->n = 0;
+}

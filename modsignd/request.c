@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <string.h>
+
+#include "proto.h"
+#include "request.h"
+#include "util.h"
+
+static int parse_op(const char *op, enum request_op *ret)
+{
+	static const struct {
+		const char *name;
+		enum request_op op;
+	} ops[] = { { "status", OP_STATUS }, { "cert", OP_CERT }, { "sign", OP_SIGN } };
+
+	for (size_t i = 0; i < ELEMENTSOF(ops); i++)
+		if (strcmp(op, ops[i].name) == 0) {
+			*ret = ops[i].op;
+			return 0;
+		}
+	return -EOPNOTSUPP;
+}
+
+static int parse_sign(json_object *msg, struct request *req, const char **ret_err)
+{
+	const char *hash, *hex;
+
+	if (proto_get_string(msg, "hash", 16, true, &hash) < 0)
+		return (*ret_err = "missing or bad \"hash\""), -EINVAL;
+	req->md = digest_lookup(hash);
+	if (!req->md)
+		return (*ret_err = "hash algorithm not allowed (sha256, sha384, sha512)"),
+		       -EINVAL;
+	if (proto_get_string(msg, "digest", 2 * DIGEST_MAX_LEN, true, &hex) < 0 ||
+	    hex_decode(hex, req->digest, sizeof(req->digest), &req->digest_len) < 0)
+		return (*ret_err = "missing or bad \"digest\""), -EINVAL;
+	if (req->digest_len != (size_t)EVP_MD_get_size(req->md))
+		return (*ret_err = "digest length does not match the hash"), -EINVAL;
+	if (proto_get_string(msg, "module", PROTO_MAX_MODULE, true, &req->module) < 0)
+		return (*ret_err = "missing or bad \"module\""), -EINVAL;
+	if (proto_get_bool(msg, "keyid", &req->use_keyid) < 0)
+		return (*ret_err = "bad \"keyid\""), -EINVAL;
+	return 0;
+}
+
+int request_parse(json_object *msg, struct request *ret, const char **ret_err)
+{
+	const char *op;
+	int r;
+
+	memset(ret, 0, sizeof(*ret));
+	r = proto_check_envelope(msg, &ret->id);
+	if (r == -EPROTONOSUPPORT)
+		return (*ret_err = "unsupported protocol version"), r;
+	if (r < 0)
+		return (*ret_err = "missing or bad \"v\" or \"id\""), r;
+	if (proto_get_string(msg, "op", 16, true, &op) < 0)
+		return (*ret_err = "missing or bad \"op\""), -EINVAL;
+	if (parse_op(op, &ret->op) < 0)
+		return (*ret_err = "unknown operation"), -EOPNOTSUPP;
+	if (proto_get_string(msg, "key", PROTO_MAX_NAME, false, &ret->key) < 0)
+		return (*ret_err = "bad \"key\""), -EINVAL;
+	if (ret->op == OP_SIGN)
+		return parse_sign(msg, ret, ret_err);
+	return 0;
+}
+
+static json_object *key_object(const struct key *k, bool is_default)
+{
+	json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "name", json_object_new_string(k->name));
+	json_object_object_add(o, "algorithm", json_object_new_string(k->alg));
+	json_object_object_add(o, "backend",
+			       json_object_new_string(key_backend_name(k->backend)));
+	json_object_object_add(o, "subject", json_object_new_string(k->subject));
+	json_object_object_add(o, "key_id", json_object_new_string(k->key_id));
+	json_object_object_add(o, "default", json_object_new_boolean(is_default));
+	return o;
+}
+
+json_object *reply_status(uint64_t id, const struct keystore *ks)
+{
+	json_object *o = proto_reply_new(id), *arr = json_object_new_array();
+	const struct key *def = keystore_find(ks, NULL);
+
+	if (!o || !arr) {
+		json_object_put(o);
+		json_object_put(arr);
+		return NULL;
+	}
+	for (size_t i = 0; i < ks->n; i++)
+		json_object_array_add(arr, key_object(ks->keys[i], ks->keys[i] == def));
+	json_object_object_add(o, "version", json_object_new_string(MODSIGN_VERSION));
+	json_object_object_add(o, "keys", arr);
+	return o;
+}
+
+static json_object *add_base64(json_object *o, const char *field,
+			       const uint8_t *buf, size_t len)
+{
+	_cleanup_(freep) char *b64 = NULL;
+
+	if (!o || base64_encode(buf, len, &b64) < 0) {
+		json_object_put(o);
+		return NULL;
+	}
+	json_object_object_add(o, field, json_object_new_string(b64));
+	return o;
+}
+
+json_object *reply_cert(uint64_t id, const struct key *k)
+{
+	json_object *o = proto_reply_new(id);
+
+	if (o)
+		json_object_object_add(o, "key", json_object_new_string(k->name));
+	return add_base64(o, "cert", k->cert_der, k->cert_der_len);
+}
+
+json_object *reply_signature(uint64_t id, const struct key *k,
+			     const uint8_t *der, size_t der_len)
+{
+	json_object *o = proto_reply_new(id);
+
+	if (o) {
+		json_object_object_add(o, "key", json_object_new_string(k->name));
+		json_object_object_add(o, "key_id", json_object_new_string(k->key_id));
+	}
+	return add_base64(o, "signature", der, der_len);
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef MODSIGND_REQUEST_H
+#define MODSIGND_REQUEST_H
+
+/*
+ * Requests and replies of docs/PROTOCOL.md, as JSON objects: parse and
+ * validate what a peer sent, build what we answer.  No I/O, no logging.
+ */
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+#include "digest.h"
+#include "keys.h"
+
+enum request_op { OP_STATUS, OP_CERT, OP_SIGN };
+
+struct request {
+	uint64_t id;
+	enum request_op op;
+	const char *key; /* NULL: the default key */
+	/* OP_SIGN only */
+	const EVP_MD *md;
+	uint8_t digest[DIGEST_MAX_LEN];
+	size_t digest_len;
+	const char *module;
+	bool use_keyid;
+};
+
+/*
+ * Validate @msg.  Strings in *@ret point into @msg.  On failure returns a
+ * negative errno, with *@ret_err a static reason for the peer and ret->id
+ * set when the envelope was readable (0 otherwise).
+ */
+int request_parse(json_object *msg, struct request *ret, const char **ret_err);
+
+json_object *reply_status(uint64_t id, const struct keystore *ks);
+json_object *reply_cert(uint64_t id, const struct key *k);
+json_object *reply_signature(uint64_t id, const struct key *k,
+			     const uint8_t *der, size_t der_len);
+
+#endif

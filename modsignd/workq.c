@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "pkcs7.h"
+#include "workq.h"
+
+#define WORKQ_MAX_THREADS 256
+
+struct workq {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct job *todo, **todo_tail;
+	struct job *done, **done_tail;
+	bool stop;
+	int efd;
+	unsigned n;
+	pthread_t threads[WORKQ_MAX_THREADS];
+};
+
+void job_free(struct job *j)
+{
+	if (!j)
+		return;
+	free(j->module);
+	OPENSSL_free(j->der);
+	free(j);
+}
+
+static void job_run(struct job *j)
+{
+	j->r = pkcs7_sign_digest(j->key->cert, j->key->pkey, j->md, j->digest,
+				 j->digest_len, j->use_keyid, &j->der,
+				 &j->der_len);
+	ERR_clear_error();
+}
+
+static void *worker(void *arg)
+{
+	struct workq *q = arg;
+	const uint64_t one = 1;
+
+	pthread_mutex_lock(&q->lock);
+	for (;;) {
+		struct job *j;
+
+		while (!q->todo && !q->stop)
+			pthread_cond_wait(&q->cond, &q->lock);
+		if (!q->todo)
+			break;
+		j = q->todo;
+		q->todo = j->next;
+		if (!q->todo)
+			q->todo_tail = &q->todo;
+		pthread_mutex_unlock(&q->lock);
+
+		job_run(j);
+
+		pthread_mutex_lock(&q->lock);
+		j->next = NULL;
+		*q->done_tail = j;
+		q->done_tail = &j->next;
+		/* An eventfd write cannot block or fail short of overflow. */
+		(void)!write(q->efd, &one, sizeof(one));
+	}
+	pthread_mutex_unlock(&q->lock);
+	return NULL;
+}
+
+int workq_start(unsigned n, struct workq **ret, int *ret_fd)
+{
+	struct workq *q;
+
+	if (n == 0 || n > WORKQ_MAX_THREADS)
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	pthread_mutex_init(&q->lock, NULL);
+	pthread_cond_init(&q->cond, NULL);
+	q->todo_tail = &q->todo;
+	q->done_tail = &q->done;
+	q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (q->efd < 0) {
+		int r = -errno;
+		free(q);
+		return r;
+	}
+	for (; q->n < n; q->n++) {
+		int r = pthread_create(&q->threads[q->n], NULL, worker, q);
+
+		if (r != 0) {
+			workq_stop(q);
+			return -r;
+		}
+	}
+	*ret = q;
+	*ret_fd = q->efd;
+	return 0;
+}
+
+void workq_push(struct workq *q, struct job *j)
+{
+	j->next = NULL;
+	pthread_mutex_lock(&q->lock);
+	*q->todo_tail = j;
+	q->todo_tail = &j->next;
+	pthread_cond_signal(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+}
+
+struct job *workq_take_done(struct workq *q)
+{
+	struct job *list;
+	uint64_t v;
+
+	(void)!read(q->efd, &v, sizeof(v));
+	pthread_mutex_lock(&q->lock);
+	list = q->done;
+	q->done = NULL;
+	q->done_tail = &q->done;
+	pthread_mutex_unlock(&q->lock);
+	return list;
+}
+
+void workq_stop(struct workq *q)
+{
+	struct job *j;
+
+	if (!q)
+		return;
+	pthread_mutex_lock(&q->lock);
+	q->stop = true;
+	pthread_cond_broadcast(&q->cond);
+	pthread_mutex_unlock(&q->lock);
+	for (unsigned i = 0; i < q->n; i++)
+		pthread_join(q->threads[i], NULL);
+	while ((j = workq_take_done(q))) {
+		while (j) {
+			struct job *next = j->next;
+			job_free(j);
+			j = next;
+		}
+	}
+	close(q->efd);
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->cond);
+	free(q);
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef MODSIGND_WORKQ_H
+#define MODSIGND_WORKQ_H
+
+/*
+ * A pool of signing threads.  The event loop never signs: it queues a job
+ * and goes on serving other connections; a worker signs and hands the job
+ * back, and an eventfd wakes the loop.  Private-key operations thus use
+ * every core while no slow client can hold anyone up.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "digest.h"
+#include "keys.h"
+
+struct conn;
+
+struct job {
+	struct job *next;
+	/* request, set by the loop */
+	struct conn *conn;
+	uint64_t id;
+	const struct key *key;
+	const EVP_MD *md;
+	uint8_t digest[DIGEST_MAX_LEN];
+	size_t digest_len;
+	bool use_keyid;
+	char *module;
+	/* result, set by the worker */
+	int r;
+	uint8_t *der;
+	size_t der_len;
+};
+
+struct workq;
+
+void job_free(struct job *j);
+
+/* Start @n threads.  *@ret_fd becomes readable when jobs are done. */
+int workq_start(unsigned n, struct workq **ret, int *ret_fd);
+
+/* Queue a job; the queue owns it until workq_take_done() returns it. */
+void workq_push(struct workq *q, struct job *j);
+
+/* All finished jobs (a list linked by ->next), oldest first, or NULL. */
+struct job *workq_take_done(struct workq *q);
+
+/* Finish queued work, join the threads and free the queue; accepts NULL. */
+void workq_stop(struct workq *q);
+
+#endif
