@@ -1,0 +1,25 @@
+#!/bin/bash
+# Install the Debian packages that building and testing modsign need.
+# Idempotent and quiet when everything is already there.
+set -euo pipefail
+
+pkgs=(
+	gcc make pkg-config libssl-dev libjson-c-dev openssl   # build
+	kmod xz-utils python3 util-linux                       # tests: modinfo, xz, runuser
+	linux-source                                           # reference sign-file
+	qemu-system-x86 busybox-static bc flex bison libelf-dev cpio dwarves  # tests/qemu
+)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: need root to install: ${missing[*]}" >&2
+	exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

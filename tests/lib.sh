@@ -1,0 +1,109 @@
+# Shared helpers for the integration tests (sourced, bash).
+#
+# Each check prints "PASS name" or "FAIL name: why"; tests/run.sh counts
+# them.  Every test runs in its own temporary directory with its own daemon.
+
+set -uo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+B=${B:-$REPO/build}
+MODSIGND=${MODSIGND:-$B/modsignd}
+CLIENT=${CLIENT:-$B/modsign-client}
+FIX=$REPO/build/fixtures
+
+T=$(mktemp -d /tmp/modsign-test.XXXXXX)
+chmod 755 "$T"
+DAEMON_PIDS=()
+
+cleanup() {
+	for p in "${DAEMON_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	rm -rf "$T"
+}
+trap cleanup EXIT
+
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1${2:+: $2}"; }
+
+# check NAME COMMAND...: passes when the command succeeds.
+check() {
+	local name=$1
+	shift
+	if "$@" >"$T/last.out" 2>&1; then pass "$name"; else fail "$name" "$(tail -n 3 "$T/last.out" | tr '\n' ' ')"; fi
+}
+
+# refute NAME COMMAND...: passes when the command fails (the tampered twin).
+refute() {
+	local name=$1
+	shift
+	if "$@" >"$T/last.out" 2>&1; then fail "$name" "unexpectedly succeeded"; else pass "$name"; fi
+}
+
+# start_daemon SOCK ARGS...: start modsignd, wait until it answers.
+start_daemon() {
+	local sock=$1
+	shift
+	"$MODSIGND" --listen "unix:$sock" "$@" 2>>"$T/modsignd.log" &
+	DAEMON_PIDS+=($!)
+	DAEMON_PID=$!
+	for _ in $(seq 1 200); do
+		"$CLIENT" --server "unix:$sock" status >/dev/null 2>&1 && return 0
+		kill -0 "$DAEMON_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "modsignd did not start:" >&2
+	cat "$T/modsignd.log" >&2
+	return 1
+}
+
+stop_daemon() {
+	kill "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+# A PEM file with a private key and its certificate, as certs/signing_key.pem.
+make_pem_key() { # FILE ALG(rsa:2048|ec:secp384r1) [CN]
+	local f=$1 alg=$2 cn=${3:-modsign test key} opt
+	case $alg in
+	rsa:*) opt=(-newkey "$alg") ;;
+	ec:*) opt=(-newkey ec -pkeyopt "ec_paramgen_curve:${alg#ec:}") ;;
+	esac
+	sed -e "s/@BITS@/2048/; s/@DAYS@/3650/; s/@HASH@/sha256/; s/@ORGANIZATION@/modsign tests/" \
+	    -e "s/@COMMON_NAME@/$cn/; s/@EMAIL@//" -e '/^[A-Za-z]* = $/d' \
+	    "$REPO/keygen/x509.genkey.in" >"$f.genkey"
+	openssl req -new -nodes -utf8 -x509 -batch -config "$f.genkey" "${opt[@]}" \
+		-keyout "$f" -out "$f.crt" 2>/dev/null || return 1
+	cat "$f.crt" >>"$f"
+	chmod 600 "$f"
+}
+
+# Real modules from Debian's linux-image package (tests/fixtures.sh).
+real_modules() { # COUNT
+	find "$FIX/modules" -name '*.ko' | sort | head -n "$1"
+}
+
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+# The PKCS#7 in a signed module, and the module without it.
+split_module() { # MOD OUT_BODY OUT_SIG
+	python3 - "$@" <<'PY'
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+magic = b"~Module signature appended~\n"
+assert d.endswith(magic), "not signed"
+n = struct.unpack(">I", d[-len(magic)-4:-len(magic)])[0]
+end = len(d) - len(magic) - 12
+open(sys.argv[2], 'wb').write(d[:end - n])
+open(sys.argv[3], 'wb').write(d[end - n:end])
+PY
+}
+
+flip_byte() { # FILE OFFSET (negative: from the end)
+	python3 - "$1" "$2" <<'PY'
+import sys
+f, off = sys.argv[1], int(sys.argv[2])
+d = bytearray(open(f, 'rb').read())
+d[off] ^= 0x01
+open(f, 'wb').write(d)
+PY
+}
