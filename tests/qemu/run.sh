@@ -108,14 +108,10 @@ stop_daemon()
 # has_sig FILE: FILE (possibly .xz) ends in the module signature marker.
 has_sig()
 {
-	local tail
-
 	case $1 in
-	*.xz) tail=$(xz -dc "$1" | tail -c 28) ;;
-	*) tail=$(tail -c 28 "$1") ;;
-	esac
-	[ "$tail" = "~Module signature appended~"$'\n' ] ||
-		[ "$tail" = "~Module signature appended~" ]
+	*.xz) xz -dc "$1" ;;
+	*) cat "$1" ;;
+	esac | tail -c 28 | cmp -s - <(printf '~Module signature appended~\n')
 }
 
 # find_mod DIR NAME: the installed file of module NAME under DIR.
