@@ -2,6 +2,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
+#include <endian.h>
 
 #include "modsig.h"
 
@@ -54,5 +55,39 @@ int modsig_trailer(size_t sig_len, uint8_t out[MODSIG_TRAILER_LEN])
 	ms.sig_len = htonl((uint32_t)sig_len);
 	memcpy(out, &ms, sizeof(ms));
 	memcpy(out + sizeof(ms), MODSIG_MAGIC, MODSIG_MAGIC_LEN);
+	return 0;
+}
+
+static uint64_t get(const uint8_t *p, size_t n, int big)
+{
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)p[big ? i : n - 1 - i] << (8 * (n - 1 - i));
+	return v;
+}
+
+int modsig_elf_end(const uint8_t *hdr, size_t len, uint64_t *ret)
+{
+	int is64, big;
+	uint64_t shoff, shentsize, shnum;
+
+	if (len < 52 || memcmp(hdr, "\177ELF", 4) != 0)
+		return -ENOEXEC;
+	if (hdr[4] != 1 && hdr[4] != 2)
+		return -ENOEXEC;
+	if (hdr[5] != 1 && hdr[5] != 2)
+		return -ENOEXEC;
+	is64 = hdr[4] == 2;
+	big = hdr[5] == 2;
+	if (is64 && len < MODSIG_ELF_HDR_LEN)
+		return -ENOEXEC;
+	/* e_shoff, e_shentsize and e_shnum of Elf32_Ehdr / Elf64_Ehdr */
+	shoff = is64 ? get(hdr + 0x28, 8, big) : get(hdr + 0x20, 4, big);
+	shentsize = get(hdr + (is64 ? 0x3a : 0x2e), 2, big);
+	shnum = get(hdr + (is64 ? 0x3c : 0x30), 2, big);
+	if (shoff > UINT64_MAX - shentsize * shnum)
+		return -ENOEXEC;
+	*ret = shoff + shentsize * shnum;
 	return 0;
 }

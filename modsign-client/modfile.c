@@ -13,12 +13,25 @@
 #include "modfile.h"
 #include "util.h"
 
-#define ELF_MAGIC "\177ELF"
+/* The body must be exactly the ELF image: more is a damaged or truncated
+ * signature (its magic gone, so it would be taken for module data and a
+ * new signature stacked on top), less is a truncated module. */
+static int check_elf_end(struct modfile *m, uint64_t elf_end, const char **ret_err)
+{
+	if (m->sig.body_len == elf_end)
+		return 0;
+	*ret_err = m->sig.body_len > elf_end ?
+			   "data after the ELF image: truncated or corrupt signature trailer" :
+			   "truncated module: shorter than its ELF headers say";
+	modfile_close(m);
+	return -EBADMSG;
+}
 
 int modfile_open(const char *path, bool for_write, struct modfile *ret,
 		 const char **ret_err)
 {
-	uint8_t tail[MODSIG_TRAILER_LEN], head[4];
+	uint8_t tail[MODSIG_TRAILER_LEN], head[MODSIG_ELF_HDR_LEN];
+	uint64_t elf_end;
 	size_t tail_len;
 	ssize_t n;
 	int r;
@@ -48,7 +61,7 @@ int modfile_open(const char *path, bool for_write, struct modfile *ret,
 		goto fail;
 	}
 	n = pread(ret->fd, head, sizeof(head), 0);
-	if (n != (ssize_t)sizeof(head) || memcmp(head, ELF_MAGIC, 4) != 0) {
+	if (n < 0 || modsig_elf_end(head, (size_t)n, &elf_end) < 0) {
 		r = -ENOEXEC;
 		*ret_err = "not an ELF file (a compressed module? decompress it first)";
 		goto fail;
@@ -66,7 +79,7 @@ int modfile_open(const char *path, bool for_write, struct modfile *ret,
 					  "corrupt signature trailer";
 		goto fail;
 	}
-	return 0;
+	return check_elf_end(ret, elf_end, ret_err);
 fail:
 	modfile_close(ret);
 	return r;

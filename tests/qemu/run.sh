@@ -172,6 +172,25 @@ certonly_refuses()
 	fi
 }
 
+# Without MODULE_SIGN_CMD and with a key file, the signing command is the
+# one of unpatched 6.1.  "make -n" prints it without running it, so the
+# "key" only needs the PEM header that scripts/Makefile.modinst looks for.
+default_is_sign_file()
+{
+	local fake=$B/not-a-key.pem want
+
+	printf -- '-----BEGIN PRIVATE KEY-----\nmake -n only\n-----END PRIVATE KEY-----\n' > "$fake"
+	want="scripts/sign-file sha256 \"$fake\" certs/signing_key.x509 $B/inst-dry/"
+	kmake -n modules_install INSTALL_MOD_PATH="$B/inst-dry" \
+		CONFIG_MODULE_SIG_KEY="$fake"
+	rm -f "$fake"
+	if grep -qF "$want" "$B/make.log" && [ ! -e "$B/inst-dry" ]; then
+		pass default-sign-cmd-unchanged
+	else
+		fail default-sign-cmd-unchanged "make -n did not show: $want"
+	fi
+}
+
 # The distribution flow: modules_install, strip (the signature goes with
 # the debug information), modules_sign.  XZ is the configured compression;
 # the .ko flavour overrides the option on the command line, which is all
@@ -398,6 +417,7 @@ main()
 	mkdir -p "$B/initrd/modules"
 	: > "$cases"
 	certonly_refuses
+	default_is_sign_file
 	oneshot_install
 	resign_flow ko
 	resign_flow xz
