@@ -1,0 +1,222 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* hex, base64, parse_uint and the full read/write loops. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "unit.h"
+#include "util.h"
+
+static void test_hex(void)
+{
+	static const uint8_t bin[] = { 0x00, 0x01, 0x7f, 0x80, 0xab, 0xff };
+	_cleanup_(freep) char *s = NULL, *empty = NULL;
+	uint8_t out[sizeof(bin)];
+	size_t n = 999;
+
+	CHECK_EQ("hex_encode returns 0", hex_encode(bin, sizeof(bin), &s), 0);
+	CHECK("hex_encode lower-case", s && strcmp(s, "00017f80abff") == 0);
+	CHECK("hex round trip",
+	      hex_decode(s, out, sizeof(out), &n) == 0 && n == sizeof(bin) &&
+		      memcmp(out, bin, n) == 0);
+	n = 999;
+	CHECK("hex_decode upper-case",
+	      hex_decode("00017F80ABFF", out, sizeof(out), &n) == 0 &&
+		      n == sizeof(bin) && memcmp(out, bin, n) == 0);
+	CHECK("hex empty round trip",
+	      hex_encode(bin, 0, &empty) == 0 && strcmp(empty, "") == 0 &&
+		      hex_decode(empty, out, 0, &n) == 0 && n == 0);
+
+	/* Tampered twins. */
+	n = 999;
+	CHECK_EQ("hex_decode odd length -> EINVAL",
+		 hex_decode("00017f80abf", out, sizeof(out), &n), -EINVAL);
+	CHECK_EQ("hex_decode bad char -> EINVAL",
+		 hex_decode("00017g80abff", out, sizeof(out), &n), -EINVAL);
+	CHECK_EQ("hex_decode space -> EINVAL",
+		 hex_decode("0001 f80abff", out, sizeof(out), &n), -EINVAL);
+	CHECK_EQ("hex_decode 0x prefix -> EINVAL",
+		 hex_decode("0x01", out, sizeof(out), &n), -EINVAL);
+	CHECK_EQ("hex_decode too long -> ERANGE",
+		 hex_decode("00017f80abff00", out, sizeof(out), &n), -ERANGE);
+	CHECK_EQ("hex_decode failures leave ret_len", n, 999);
+}
+
+/* RFC 4648 section 10. */
+static const struct {
+	const char *plain, *b64;
+} rfc4648[] = {
+	{ "", "" },	      { "f", "Zg==" },	   { "fo", "Zm8=" },
+	{ "foo", "Zm9v" },    { "foob", "Zm9vYg==" }, { "fooba", "Zm9vYmE=" },
+	{ "foobar", "Zm9vYmFy" },
+};
+
+static void test_base64_vectors(void)
+{
+	char name[64];
+
+	for (size_t i = 0; i < ELEMENTSOF(rfc4648); i++) {
+		_cleanup_(freep) char *s = NULL;
+		_cleanup_(freep) uint8_t *d = NULL;
+		size_t n = 999, plen = strlen(rfc4648[i].plain);
+
+		snprintf(name, sizeof(name), "base64_encode rfc4648 \"%s\"",
+			 rfc4648[i].plain);
+		CHECK(name, base64_encode((const uint8_t *)rfc4648[i].plain, plen,
+					  &s) == 0 &&
+				    strcmp(s, rfc4648[i].b64) == 0);
+		snprintf(name, sizeof(name), "base64_decode rfc4648 \"%s\"",
+			 rfc4648[i].b64);
+		CHECK(name, base64_decode(rfc4648[i].b64, &d, &n) == 0 &&
+				    n == plen && memcmp(d, rfc4648[i].plain, n) == 0);
+	}
+}
+
+static void test_base64_roundtrip(void)
+{
+	uint8_t bin[10];
+	char name[64];
+
+	for (size_t i = 0; i < sizeof(bin); i++)
+		bin[i] = (uint8_t)(0xff - i * 37);
+	for (size_t len = 0; len <= sizeof(bin); len++) {
+		_cleanup_(freep) char *s = NULL;
+		_cleanup_(freep) uint8_t *d = NULL;
+		size_t n = 999;
+		int r;
+
+		r = base64_encode(bin, len, &s);
+		snprintf(name, sizeof(name), "base64 encode length %zu", len);
+		CHECK(name, r == 0 && strlen(s) == 4 * ((len + 2) / 3) &&
+				    strspn(s, "=") == 0 &&
+				    strlen(s) - strcspn(s, "=") == (3 - len % 3) % 3);
+		if (r < 0)
+			continue;
+		r = base64_decode(s, &d, &n);
+		snprintf(name, sizeof(name), "base64 round trip length %zu", len);
+		CHECK(name, r == 0 && n == len && memcmp(d, bin, len) == 0);
+	}
+}
+
+static void test_base64_malformed(void)
+{
+	static const struct {
+		const char *in, *name;
+	} bad[] = {
+		{ "Zg=", "base64 length 3 -> EINVAL" },
+		{ "Zm9vY", "base64 length 5 -> EINVAL" },
+		{ "Zg!=", "base64 bad char -> EINVAL" },
+		{ "Zm9v\x80YmE", "base64 high-bit char -> EINVAL" },
+		{ "Z m9", "base64 inner space -> EINVAL" },
+		{ "Zm=v", "base64 '=' inside a group -> EINVAL" },
+		{ "Zg==Zm9v", "base64 '=' before the last group -> EINVAL" },
+		{ "Z===", "base64 three '=' -> EINVAL" },
+		{ "====", "base64 only padding -> EINVAL" },
+		{ "Zg==    ", "base64 trailing spaces -> EINVAL" },
+	};
+
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		uint8_t *d = NULL;
+		size_t n = 999;
+		int r = base64_decode(bad[i].in, &d, &n);
+
+		if (!CHECK_EQ(bad[i].name, r, -EINVAL))
+			printf("#   input \"%s\" decoded to %zu bytes\n", bad[i].in, n);
+		free(d);
+	}
+}
+
+static void test_parse_uint(void)
+{
+	static const struct {
+		const char *s;
+		unsigned long max, want;
+		int r;
+	} cases[] = {
+		{ "0", 0, 0, 0 },
+		{ "1", 0, 0, -ERANGE },
+		{ "10", 10, 10, 0 },
+		{ "11", 10, 0, -ERANGE },
+		{ "007", 10, 7, 0 },
+		{ "4294967295", UINT32_MAX, UINT32_MAX, 0 },
+		{ "4294967296", UINT32_MAX, 0, -ERANGE },
+		{ "18446744073709551615", ULONG_MAX, ULONG_MAX, 0 },
+		{ "", 10, 0, -EINVAL },
+		{ "-1", ULONG_MAX, 0, -EINVAL },
+		{ "+1", 10, 0, -EINVAL },
+		{ " 1", 10, 0, -EINVAL },
+		{ "1 ", 10, 0, -EINVAL },
+		{ "12x", 100, 0, -EINVAL },
+		{ "0x10", 100, 0, -EINVAL },
+	};
+	char name[80];
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+		unsigned long v = 12345;
+		int r = parse_uint(cases[i].s, cases[i].max, &v);
+
+		snprintf(name, sizeof(name), "parse_uint \"%s\" max %lu -> %d",
+			 cases[i].s, cases[i].max, cases[i].r);
+		CHECK(name, r == cases[i].r &&
+				    v == (r == 0 ? cases[i].want : 12345));
+	}
+
+	unsigned long v = 12345;
+	int r = parse_uint("18446744073709551616", ULONG_MAX, &v);
+	CHECK("parse_uint overflow of unsigned long refused", r < 0 && v == 12345);
+	CHECK_EQ("parse_uint NULL -> EINVAL", parse_uint(NULL, 10, &v), -EINVAL);
+}
+
+static void test_read_write_full(void)
+{
+	char path[] = "/tmp/modsign-test-util-XXXXXX";
+	_cleanup_(closep) int fd = -1;
+	_cleanup_(freep) uint8_t *in = NULL, *out = NULL;
+	const size_t len = 300 * 1024;
+
+	in = malloc(len);
+	out = malloc(len + 10);
+	fd = mkstemp(path);
+	if (!CHECK("read/write_full temp file", fd >= 0 && in && out))
+		return;
+	unlink(path);
+	for (size_t i = 0; i < len; i++)
+		in[i] = (uint8_t)(i ^ (i >> 8));
+	CHECK_EQ("write_full returns 0", write_full(fd, in, len), 0);
+	CHECK("read_full after lseek", lseek(fd, 0, SEEK_SET) == 0 &&
+					       read_full(fd, out, len) == (ssize_t)len &&
+					       memcmp(in, out, len) == 0);
+	/* Short only at EOF. */
+	CHECK("read_full short at EOF",
+	      lseek(fd, -5, SEEK_END) >= 0 && read_full(fd, out, 10) == 5 &&
+		      memcmp(out, in + len - 5, 5) == 0);
+	CHECK_EQ("read_full bad fd -> EBADF", read_full(-1, out, 1), -EBADF);
+	CHECK_EQ("write_full bad fd -> EBADF", write_full(-1, in, 1), -EBADF);
+}
+
+static void test_erase(void)
+{
+	char *s = strdup("secret");
+
+	erase_and_free(NULL);
+	erase_and_free(s);
+	memzero_explicit(NULL, 0);
+	CHECK("erase_and_free accepts NULL", true);
+}
+
+int main(void)
+{
+	test_hex();
+	test_base64_vectors();
+	test_base64_roundtrip();
+	test_base64_malformed();
+	test_parse_uint();
+	test_read_write_full();
+	test_erase();
+	return unit_summary("test-util");
+}
