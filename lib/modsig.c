@@ -17,12 +17,12 @@ int modsig_parse(const uint8_t *tail, size_t tail_len, size_t file_len,
 
 	if (tail_len > file_len)
 		return -EINVAL;
-	*ret = (struct modsig_info){ .body_len = file_len };
-	if (file_len < MODSIG_MAGIC_LEN || tail_len < MODSIG_MAGIC_LEN)
+	if (file_len < MODSIG_MAGIC_LEN || tail_len < MODSIG_MAGIC_LEN ||
+	    memcmp(tail + tail_len - MODSIG_MAGIC_LEN, MODSIG_MAGIC,
+		   MODSIG_MAGIC_LEN) != 0) {
+		*ret = (struct modsig_info){ .body_len = file_len };
 		return 0;
-	if (memcmp(tail + tail_len - MODSIG_MAGIC_LEN, MODSIG_MAGIC,
-		   MODSIG_MAGIC_LEN) != 0)
-		return 0;
+	}
 
 	/* From here on the file claims to be signed: any defect is corruption. */
 	if (file_len < MODSIG_TRAILER_LEN || tail_len < MODSIG_TRAILER_LEN)
@@ -40,9 +40,11 @@ int modsig_parse(const uint8_t *tail, size_t tail_len, size_t file_len,
 	    ms.pad[1] || ms.pad[2])
 		return -EBADMSG;
 
-	ret->body_len = file_len - MODSIG_TRAILER_LEN - sig_len;
-	ret->sig_off = ret->body_len;
-	ret->sig_len = sig_len;
+	*ret = (struct modsig_info){
+		.body_len = file_len - MODSIG_TRAILER_LEN - sig_len,
+		.sig_off = file_len - MODSIG_TRAILER_LEN - sig_len,
+		.sig_len = sig_len,
+	};
 	return 1;
 }
 

@@ -86,26 +86,41 @@ int base64_encode(const uint8_t *buf, size_t len, char **ret)
 	return 0;
 }
 
-int base64_decode(const char *s, uint8_t **ret, size_t *ret_len)
+/* EVP_DecodeBlock() takes '=' anywhere as zero bits and trims blanks, so
+ * check the form ourselves: groups of four alphabet characters, with one
+ * or two '=' only at the very end. */
+static int base64_valid(const char *s, size_t n, size_t *ret_pad)
 {
-	size_t n = strlen(s), pad = 0;
-	_cleanup_(freep) uint8_t *out = NULL;
-	int r;
+	size_t pad = 0;
 
-	if (n % 4 != 0 || n > INT_MAX)
-		return -EINVAL;
-	out = malloc(n / 4 * 3 + 1);
-	if (!out)
-		return -ENOMEM;
-	/* EVP_DecodeBlock counts padding as zero bytes; subtract it. */
-	r = EVP_DecodeBlock(out, (const unsigned char *)s, (int)n);
-	if (r < 0)
-		return -EINVAL;
+	if (n % 4 != 0)
+		return 0;
 	if (n >= 1 && s[n - 1] == '=')
 		pad++;
 	if (n >= 2 && s[n - 2] == '=')
 		pad++;
-	*ret_len = (size_t)r - pad;
+	for (size_t i = 0; i < n - pad; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '+' && s[i] != '/')
+			return 0;
+	*ret_pad = pad;
+	return 1;
+}
+
+int base64_decode(const char *s, uint8_t **ret, size_t *ret_len)
+{
+	size_t n = strlen(s), pad;
+	_cleanup_(freep) uint8_t *out = NULL;
+	int r;
+
+	if (n > INT_MAX || !base64_valid(s, n, &pad))
+		return -EINVAL;
+	out = malloc(n / 4 * 3 + 1);
+	if (!out)
+		return -ENOMEM;
+	r = EVP_DecodeBlock(out, (const unsigned char *)s, (int)n);
+	if (r < 0 || (size_t)r < pad)
+		return -EINVAL;
+	*ret_len = (size_t)r - pad; /* padding decodes as zero bytes */
 	*ret = TAKE_PTR(out);
 	return 0;
 }
@@ -155,6 +170,8 @@ int parse_uint(const char *s, unsigned long max, unsigned long *ret)
 		return -EINVAL;
 	errno = 0;
 	v = strtoul(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
 	if (errno || *end)
 		return -EINVAL;
 	if (v > max)

@@ -14,6 +14,7 @@
 struct conn {
 	int fd;
 	char *address;
+	char *hangup; /* why the daemon hung up on us, if it said */
 	uint64_t next_id;
 	uint8_t *in;
 	size_t in_len, in_cap;
@@ -80,6 +81,7 @@ void conn_close(struct conn *c)
 		return;
 	close(c->fd);
 	free(c->address);
+	free(c->hangup);
 	free(c->in);
 	free(c);
 }
@@ -92,6 +94,31 @@ const char *conn_address(const struct conn *c)
 uint64_t conn_next_id(struct conn *c)
 {
 	return c->next_id++;
+}
+
+/*
+ * The daemon refuses a peer (policy, connection limit) by sending one
+ * error frame and hanging up; we see that as EPIPE on our next write.
+ * Read the frame that is waiting so the user learns why.
+ */
+static int note_hangup(struct conn *c, int err)
+{
+	_cleanup_(json_object_putp) json_object *msg = NULL;
+	uint8_t buf[PROTO_HEADER_LEN + PROTO_MAX_ERROR + 256];
+	ssize_t n;
+	size_t used;
+
+	n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+	if (n > 0 && proto_frame_take(buf, (size_t)n, &msg, &used) > 0 && !c->hangup)
+		c->hangup = strdup(reply_error(msg));
+	return err;
+}
+
+const char *conn_strerror(const struct conn *c, int err)
+{
+	if ((err == -EPIPE || err == -ECONNRESET) && c->hangup)
+		return c->hangup;
+	return strerror(-err);
 }
 
 int conn_send(struct conn *c, json_object *msg)
@@ -108,6 +135,8 @@ int conn_send(struct conn *c, json_object *msg)
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && (errno == EPIPE || errno == ECONNRESET))
+			return note_hangup(c, -errno);
 		if (n < 0)
 			return errno == EAGAIN ? -ETIMEDOUT : -errno;
 		memmove(frame, frame + n, len - (size_t)n);

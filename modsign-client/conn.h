@@ -54,6 +54,10 @@ int conn_recv(struct conn *c, json_object **ret);
 int conn_call(struct conn *c, json_object *req, json_object **ret,
 	      const char **ret_error);
 
+/* Text for an error of this connection: the daemon's own reason when it
+ * hung up on us with one (policy, connection limit), else strerror. */
+const char *conn_strerror(const struct conn *c, int err);
+
 /* The "error" member of a failed reply, or a generic text. */
 const char *reply_error(json_object *reply);
 

@@ -35,7 +35,7 @@ int cmd_status(const struct global *g, int argc, char **argv _unused_)
 	req = proto_request_new(conn_next_id(c), "status");
 	r = conn_call(c, req, &reply, &err);
 	if (r < 0) {
-		warn_msg("%s: %s", conn_address(c), r == -EREMOTEIO ? err : strerror(-r));
+		warn_msg("%s: %s", conn_address(c), r == -EREMOTEIO ? err : conn_strerror(c, r));
 		return 1;
 	}
 	printf("server: %s (modsignd %s)\n", conn_address(c), str(reply, "version"));
@@ -69,7 +69,7 @@ int fetch_cert(struct conn *c, const char *key, X509 **ret)
 		json_object_object_add(req, "key", json_object_new_string(key));
 	r = conn_call(c, req, &reply, &err);
 	if (r < 0) {
-		warn_msg("%s: %s", key ?: "default key", r == -EREMOTEIO ? err : strerror(-r));
+		warn_msg("%s: %s", key ?: "default key", r == -EREMOTEIO ? err : conn_strerror(c, r));
 		return r;
 	}
 	if (proto_get_string(reply, "cert", PROTO_MAX_FRAME, true, &b64) < 0 ||

@@ -169,7 +169,7 @@ static size_t sign_items(struct conn *c, const struct sign_opts *o,
 	for (size_t i = 0; i < n; i++) {
 		if (!items[i].done && r < 0)
 			warn_msg("%s: not signed: %s", items[i].path,
-				 r == -EPROTO ? "protocol error" : strerror(-r));
+				 r == -EPROTO ? "protocol error" : conn_strerror(c, r));
 		if (!items[i].ok)
 			failed++;
 		modfile_close(&items[i].m);

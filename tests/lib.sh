@@ -46,8 +46,10 @@ start_daemon() {
 	"$MODSIGND" --listen "unix:$sock" "$@" 2>>"$T/modsignd.log" &
 	DAEMON_PIDS+=($!)
 	DAEMON_PID=$!
-	for _ in $(seq 1 200); do
-		"$CLIENT" --server "unix:$sock" status >/dev/null 2>&1 && return 0
+	# The socket appears once the keys are loaded (the daemon may not
+	# allow us to ask it, so do not rely on status).
+	for _ in $(seq 1 400); do
+		[ -S "$sock" ] && return 0
 		kill -0 "$DAEMON_PID" 2>/dev/null || break
 		sleep 0.05
 	done

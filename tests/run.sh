@@ -14,7 +14,7 @@ trap 'rm -f "$log" "$log.suite"' EXIT
 "$REPO/tests/fixtures.sh" || { echo "FAIL fixtures: cannot prepare real modules and sign-file"; echo "0 passed, 1 failed"; exit 1; }
 
 suites=()
-for t in "$B"/tests/test-*; do suites+=("$t"); done
+for t in "$B"/tests/test-*; do [[ $t != *.d ]] && [ -x "$t" ] && suites+=("$t"); done
 for t in "$REPO"/tests/integration/*.sh; do suites+=("$t"); done
 [ -z "${MODSIGN_SKIP_QEMU:-}" ] && [ -x "$REPO/tests/qemu/run.sh" ] && suites+=("$REPO/tests/qemu/run.sh")
 
