@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/bio.h>
+#include <openssl/bn.h>
 #include <openssl/core_names.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
@@ -85,6 +86,21 @@ int cert_key_id(X509 *cert, char **ret)
 		return -ENOENT;
 	return hex_encode(ASN1_STRING_get0_data(skid),
 			  (size_t)ASN1_STRING_length(skid), ret);
+}
+
+int cert_serial(X509 *cert, char **ret)
+{
+	BIGNUM *bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(cert), NULL);
+	char *hex = bn ? BN_bn2hex(bn) : NULL;
+	int r = -ENOMEM;
+
+	if (hex) {
+		*ret = strdup(hex);
+		r = *ret ? 0 : -ENOMEM;
+	}
+	OPENSSL_free(hex);
+	BN_free(bn);
+	return r;
 }
 
 int cert_subject(X509 *cert, char **ret)

@@ -30,6 +30,9 @@ int cert_to_der(X509 *cert, uint8_t **ret, size_t *ret_len);
  * -ENOENT if the certificate has none. */
 int cert_key_id(X509 *cert, char **ret);
 
+/* Hex of the serial number, new string. */
+int cert_serial(X509 *cert, char **ret);
+
 /* One-line RFC 2253 subject, new string. */
 int cert_subject(X509 *cert, char **ret);
 

@@ -47,9 +47,10 @@ int cmd_status(const struct global *g, int argc, char **argv _unused_)
 		bool def = false;
 
 		proto_get_bool(k, "default", &def);
-		printf("key %s%s: %s, %s\n  subject: %s\n  key id:  %s\n", str(k, "name"),
-		       def ? " (default)" : "", str(k, "algorithm"), str(k, "backend"),
-		       str(k, "subject"), str(k, "key_id"));
+		printf("key %s%s: %s, %s\n  subject: %s\n  key id:  %s\n  serial:  %s\n",
+		       str(k, "name"), def ? " (default)" : "", str(k, "algorithm"),
+		       str(k, "backend"), str(k, "subject"), str(k, "key_id"),
+		       str(k, "serial"));
 	}
 	return 0;
 }

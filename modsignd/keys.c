@@ -36,6 +36,7 @@ static void key_free(struct key *k)
 	X509_free(k->cert);
 	OPENSSL_free(k->cert_der);
 	free(k->key_id);
+	free(k->serial);
 	free(k->subject);
 	free(k);
 }
@@ -136,6 +137,7 @@ static int key_describe(struct key *k, const char **ret_err)
 		return (*ret_err = "certificate has no subjectKeyIdentifier"),
 		       -EINVAL;
 	if (cert_subject(k->cert, &k->subject) < 0 ||
+	    cert_serial(k->cert, &k->serial) < 0 ||
 	    cert_to_der(k->cert, &k->cert_der, &k->cert_der_len) < 0)
 		return -ENOMEM;
 	return cert_key_alg(k->pkey, k->alg, sizeof(k->alg));

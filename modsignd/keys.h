@@ -30,7 +30,8 @@ struct key {
 	uint8_t *cert_der;
 	size_t cert_der_len;
 	char alg[32];   /* "rsa4096", "ecdsa-p384" */
-	char *key_id;   /* hex subjectKeyIdentifier, the kernel's sig_key */
+	char *key_id;   /* hex subjectKeyIdentifier (sig_key with --keyid) */
+	char *serial;   /* hex serial number (modinfo's sig_key otherwise) */
 	char *subject;
 };
 

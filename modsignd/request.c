@@ -77,6 +77,7 @@ static json_object *key_object(const struct key *k, bool is_default)
 			       json_object_new_string(key_backend_name(k->backend)));
 	json_object_object_add(o, "subject", json_object_new_string(k->subject));
 	json_object_object_add(o, "key_id", json_object_new_string(k->key_id));
+	json_object_object_add(o, "serial", json_object_new_string(k->serial));
 	json_object_object_add(o, "default", json_object_new_boolean(is_default));
 	return o;
 }
