@@ -9,6 +9,7 @@
 
 #include "cert.h"
 #include "keys.h"
+#include "pkcs7.h"
 #include "proto.h"
 #include "util.h"
 
@@ -182,6 +183,17 @@ int keystore_add(struct keystore *ks, const char *spec,
 	}
 	ks->keys[ks->n++] = k;
 	return 0;
+}
+
+int key_sign(struct key *k, const EVP_MD *md, const uint8_t *digest,
+	     size_t digest_len, bool use_keyid, uint8_t **ret_der, size_t *ret_len)
+{
+	int r;
+
+	r = pkcs7_sign_digest(k->cert, k->pkey, md, digest, digest_len, use_keyid,
+			      ret_der, ret_len);
+	ERR_clear_error();
+	return r;
 }
 
 struct key *keystore_find(const struct keystore *ks, const char *name)

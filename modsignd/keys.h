@@ -10,6 +10,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,14 @@ const char *key_backend_name(enum key_backend b);
  */
 int keystore_add(struct keystore *ks, const char *spec,
 		 const struct certgen_params *gen, const char **ret_err);
+
+/*
+ * Sign @digest with @k into a module signature (lib/pkcs7.h); called from
+ * the signing threads, concurrently.  The backend owns any locking or
+ * recovery it needs.  *@ret_der is released with OPENSSL_free().
+ */
+int key_sign(struct key *k, const EVP_MD *md, const uint8_t *digest,
+	     size_t digest_len, bool use_keyid, uint8_t **ret_der, size_t *ret_len);
 
 /* The key called @name; with @name NULL, the key "default" or the only one. */
 struct key *keystore_find(const struct keystore *ks, const char *name);

@@ -204,7 +204,7 @@ static void conn_update(struct server *s, struct conn *c)
 }
 
 static void dispatch_sign(struct server *s, struct conn *c,
-			  const struct request *req, const struct key *k)
+			  const struct request *req, struct key *k)
 {
 	struct job *j = calloc(1, sizeof(*j));
 
@@ -229,7 +229,7 @@ static void handle_message(struct server *s, struct conn *c, json_object *msg)
 {
 	struct request req;
 	const char *err;
-	const struct key *k;
+	struct key *k;
 	int r;
 
 	r = request_parse(msg, &req, &err);

@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
 #include <openssl/crypto.h>
-#include <openssl/err.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "pkcs7.h"
 #include "workq.h"
 
 #define WORKQ_MAX_THREADS 256
@@ -34,10 +32,8 @@ void job_free(struct job *j)
 
 static void job_run(struct job *j)
 {
-	j->r = pkcs7_sign_digest(j->key->cert, j->key->pkey, j->md, j->digest,
-				 j->digest_len, j->use_keyid, &j->der,
-				 &j->der_len);
-	ERR_clear_error();
+	j->r = key_sign(j->key, j->md, j->digest, j->digest_len, j->use_keyid,
+			&j->der, &j->der_len);
 }
 
 static void *worker(void *arg)

@@ -23,7 +23,7 @@ struct job {
 	/* request, set by the loop */
 	struct conn *conn;
 	uint64_t id;
-	const struct key *key;
+	struct key *key;
 	const EVP_MD *md;
 	uint8_t digest[DIGEST_MAX_LEN];
 	size_t digest_len;
