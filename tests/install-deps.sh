@@ -8,6 +8,7 @@ pkgs=(
 	kmod xz-utils python3 util-linux                       # tests: modinfo, xz, runuser
 	linux-source                                           # reference sign-file
 	qemu-system-x86 busybox-static bc flex bison libelf-dev cpio dwarves  # tests/qemu
+	clang-14 libclang-rt-14-dev valgrind strace                  # fuzzers, sanitizers, security
 )
 missing=()
 for p in "${pkgs[@]}"; do

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * One frame's payload through request_parse() (modsignd/request.c, linked
+ * as an object): whatever a peer sends, the result is either a refusal
+ * with a reason or a request whose every field is within its limits.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+
+#include "fuzz.h"
+#include "proto.h"
+#include "request.h"
+
+/* request.o also holds the reply builders, which use the keystore; they
+ * are not fuzzed here, so the keystore is stubbed rather than linked. */
+const char *key_backend_name(enum key_backend b _unused_)
+{
+	abort();
+}
+
+struct key *keystore_find(const struct keystore *ks _unused_,
+			  const char *name _unused_)
+{
+	abort();
+}
+
+static void check_request(const struct request *req)
+{
+	FUZZ_ASSERT(req->op == OP_STATUS || req->op == OP_CERT || req->op == OP_SIGN);
+	if (req->key)
+		FUZZ_ASSERT(strlen(req->key) <= PROTO_MAX_NAME);
+	if (req->op != OP_SIGN)
+		return;
+	FUZZ_ASSERT(req->md && digest_name(req->md));
+	FUZZ_ASSERT(req->digest_len == (size_t)EVP_MD_get_size(req->md));
+	FUZZ_ASSERT(req->digest_len <= sizeof(req->digest));
+	FUZZ_ASSERT(req->module && strlen(req->module) <= PROTO_MAX_MODULE);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	_cleanup_(json_object_putp) json_object *msg = NULL;
+	_cleanup_(freep) uint8_t *frame = NULL;
+	struct request req;
+	const char *err = NULL;
+	uint32_t be;
+	size_t used;
+	int r;
+
+	fuzz_canary(data, size);
+	if (size == 0 || size > PROTO_MAX_FRAME)
+		return 0;
+	frame = malloc(PROTO_HEADER_LEN + size);
+	if (!frame)
+		return 0;
+	be = htonl((uint32_t)size);
+	memcpy(frame, &be, sizeof(be));
+	memcpy(frame + PROTO_HEADER_LEN, data, size);
+	if (proto_frame_take(frame, PROTO_HEADER_LEN + size, &msg, &used) != 1)
+		return 0;
+
+	r = request_parse(msg, &req, &err);
+	if (r < 0) {
+		FUZZ_ASSERT(err && *err && strlen(err) < PROTO_MAX_ERROR);
+		return 0;
+	}
+	check_request(&req);
+	return 0;
+}
