@@ -24,6 +24,8 @@ const char *key_backend_name(enum key_backend b)
 		return "ephemeral";
 	case KEY_FILE:
 		return "file";
+	case KEY_PKCS11:
+		return "pkcs11";
 	}
 	return "unknown";
 }
@@ -34,6 +36,7 @@ static void key_free(struct key *k)
 		return;
 	free(k->name);
 	EVP_PKEY_free(k->pkey);
+	pkcs11_key_free(k->pkcs11);
 	X509_free(k->cert);
 	OPENSSL_free(k->cert_der);
 	free(k->key_id);
@@ -126,6 +129,62 @@ static int make_ephemeral(const char *alg, const struct certgen_params *gen,
 	return r;
 }
 
+/* A certificate alone, for a token key (--cert NAME=PATH). */
+static int load_cert(const char *path, X509 **ret, const char **ret_err)
+{
+	_cleanup_(BIO_freep) BIO *b = BIO_new_file(path, "r");
+
+	*ret = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+	ERR_clear_error();
+	if (!*ret)
+		return (*ret_err = "--cert: cannot read a PEM certificate"), -EBADMSG;
+	return 0;
+}
+
+/* The --cert NAME=PATH path for @name, or NULL. */
+static const char *cert_for(const struct keystore *ks, const char *name)
+{
+	size_t l = strlen(name);
+
+	for (size_t i = 0; i < ks->n_certs; i++)
+		if (strncmp(ks->certs[i], name, l) == 0 && ks->certs[i][l] == '=')
+			return ks->certs[i] + l + 1;
+	return NULL;
+}
+
+/*
+ * The private key stays on the token: k->pkey is only the certificate's
+ * public key, for the description; signing goes through k->pkcs11.
+ */
+static int open_pkcs11(const struct keystore *ks, struct key *k, const char *uri,
+		       const char **ret_err)
+{
+	const char *cert_path = cert_for(ks, k->name);
+	int r;
+
+	if (cert_path && (r = load_cert(cert_path, &k->cert, ret_err)) < 0)
+		return r;
+	r = pkcs11_key_open(uri, &ks->pkcs11, &k->cert, &k->pkcs11, ret_err);
+	if (r < 0)
+		return r;
+	k->pkey = X509_get_pubkey(k->cert);
+	return k->pkey ? 0 : -ENOMEM;
+}
+
+int keystore_check_certs(const struct keystore *ks, const char **ret_name)
+{
+	for (size_t i = 0; i < ks->n_certs; i++) {
+		bool found = false;
+
+		for (size_t j = 0; j < ks->n && !found; j++)
+			found = ks->keys[j]->backend == KEY_PKCS11 &&
+				cert_for(ks, ks->keys[j]->name) == strchr(ks->certs[i], '=') + 1;
+		if (!found)
+			return (*ret_name = ks->certs[i]), -ENOENT;
+	}
+	return 0;
+}
+
 /* Derived, printable facts about a loaded key. */
 static int key_describe(struct key *k, const char **ret_err)
 {
@@ -171,6 +230,9 @@ int keystore_add(struct keystore *ks, const char *spec,
 		k->backend = KEY_EPHEMERAL;
 		r = make_ephemeral(src[9] ? src + 10 : "rsa4096", gen, &k->pkey,
 				   &k->cert, ret_err);
+	} else if (pkcs11_is_uri(src)) {
+		k->backend = KEY_PKCS11;
+		r = open_pkcs11(ks, k, src, ret_err);
 	} else {
 		k->backend = KEY_FILE;
 		r = load_pem(src, &k->pkey, &k->cert, ret_err);
@@ -190,10 +252,31 @@ int key_sign(struct key *k, const EVP_MD *md, const uint8_t *digest,
 {
 	int r;
 
+	if (k->backend == KEY_PKCS11) {
+		const char *why;
+
+		r = pkcs11_key_sign(k->pkcs11, md, digest, digest_len, use_keyid,
+				    ret_der, ret_len);
+		pkcs11_key_health(k->pkcs11, &why);
+		__atomic_store_n(&k->health_why, why, __ATOMIC_RELEASE);
+		return r;
+	}
 	r = pkcs7_sign_digest(k->cert, k->pkey, md, digest, digest_len, use_keyid,
 			      ret_der, ret_len);
 	ERR_clear_error();
 	return r;
+}
+
+const char *key_strerror(const struct key *k, int err)
+{
+	const char *why;
+
+	if (k->backend != KEY_PKCS11)
+		return strerror(err < 0 ? -err : err);
+	/* The token's own account, when it is about this failure. */
+	if (pkcs11_key_health(k->pkcs11, &why) == err && why)
+		return why;
+	return pkcs11_strerror(err);
 }
 
 struct key *keystore_find(const struct keystore *ks, const char *name)

@@ -3,9 +3,11 @@
 #define MODSIGND_KEYS_H
 
 /*
- * The daemon's signing keys.  A key is immutable once loaded, so worker
- * threads use it without locks; the private part never leaves this process
- * (or the token that holds it).
+ * The daemon's signing keys.  A key's description is immutable once
+ * loaded, so worker threads use it without locks; the private part never
+ * leaves this process (or the token that holds it).  Only a PKCS#11 key
+ * has state that changes: its token handle and health, kept behind
+ * key_sign() and key_health() (modsignd/pkcs11.h).
  */
 
 #include <openssl/evp.h>
@@ -15,18 +17,27 @@
 #include <stdint.h>
 
 #include "certgen.h"
+#include "pkcs11.h"
 
 #define KEYS_MAX 64
 
 enum key_backend {
 	KEY_EPHEMERAL, /* made in memory at start, gone at exit */
 	KEY_FILE,      /* PEM file: private key + certificate */
+	KEY_PKCS11,    /* on a PKCS#11 token, named by an RFC 7512 URI */
+};
+
+enum key_health {
+	KEY_HEALTH_OK,          /* signed (or loaded) fine last time */
+	KEY_HEALTH_UNAVAILABLE, /* token failed; re-opened on later requests */
 };
 
 struct key {
 	char *name;
 	enum key_backend backend;
-	EVP_PKEY *pkey;
+	EVP_PKEY *pkey;  /* KEY_PKCS11: the certificate's public key only */
+	struct pkcs11_key *pkcs11; /* KEY_PKCS11 only */
+	const char *health_why; /* NULL: healthy; else why not (static text; atomic) */
 	X509 *cert;
 	uint8_t *cert_der;
 	size_t cert_der_len;
@@ -39,14 +50,18 @@ struct key {
 struct keystore {
 	struct key *keys[KEYS_MAX];
 	size_t n;
+	/* Settings for keys added later: set before keystore_add(). */
+	struct pkcs11_options pkcs11;
+	const char *const *certs; /* --cert NAME=PATH, for PKCS#11 keys */
+	size_t n_certs;
 };
 
 const char *key_backend_name(enum key_backend b);
 
 /*
- * Add a key from a --key specification, NAME=ephemeral[:ALG] or
- * NAME=PATH.  On failure returns a negative errno and sets *@ret_err to a
- * static description of what was wrong.
+ * Add a key from a --key specification, NAME=ephemeral[:ALG], NAME=PATH
+ * or NAME=pkcs11:URI.  On failure returns a negative errno and sets
+ * *@ret_err to a static description of what was wrong (or NULL).
  */
 int keystore_add(struct keystore *ks, const char *spec,
 		 const struct certgen_params *gen, const char **ret_err);
@@ -58,6 +73,28 @@ int keystore_add(struct keystore *ks, const char *spec,
  */
 int key_sign(struct key *k, const EVP_MD *md, const uint8_t *digest,
 	     size_t digest_len, bool use_keyid, uint8_t **ret_der, size_t *ret_len);
+
+/* Text for an error key_sign() returned for @k; never NULL. */
+const char *key_strerror(const struct key *k, int err);
+
+/*
+ * The key's health as of its last use; *@ret_why is NULL or a static text
+ * saying what is wrong.  Inline, so that readers (request.c) need nothing
+ * from the backends.
+ */
+static inline enum key_health key_health(const struct key *k, const char **ret_why)
+{
+	*ret_why = __atomic_load_n(&k->health_why, __ATOMIC_ACQUIRE);
+	return *ret_why ? KEY_HEALTH_UNAVAILABLE : KEY_HEALTH_OK;
+}
+
+static inline const char *key_health_name(enum key_health h)
+{
+	return h == KEY_HEALTH_OK ? "ok" : "unavailable";
+}
+
+/* 0 when every --cert names a PKCS#11 key, else -ENOENT with *@ret_name. */
+int keystore_check_certs(const struct keystore *ks, const char **ret_name);
 
 /* The key called @name; with @name NULL, the key "default" or the only one. */
 struct key *keystore_find(const struct keystore *ks, const char *name);

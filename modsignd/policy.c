@@ -12,17 +12,46 @@
 #include "policy.h"
 #include "util.h"
 
-static int add_rule(struct policy *p, enum rule_kind kind, unsigned long id,
-		    const char *text)
+static void rule_free(struct rule *r)
+{
+	for (size_t i = 0; i < r->n_keys; i++)
+		free(r->keys[i]);
+	free(r->keys);
+	free(r->cn);
+	free(r->text);
+	*r = (struct rule){ 0 };
+}
+
+/* "k1,k2" into r->keys. */
+static int parse_keys(struct rule *r, const char *list)
+{
+	_cleanup_(freep) char *copy = strdup(list);
+	char *save = NULL;
+
+	if (!copy)
+		return -ENOMEM;
+	r->keys = calloc(POLICY_MAX_KEYS, sizeof(char *));
+	if (!r->keys)
+		return -ENOMEM;
+	for (char *k = strtok_r(copy, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+		if (r->n_keys >= POLICY_MAX_KEYS)
+			return -E2BIG;
+		r->keys[r->n_keys] = strdup(k);
+		if (!r->keys[r->n_keys++])
+			return -ENOMEM;
+	}
+	return r->n_keys > 0 ? 0 : -EINVAL;
+}
+
+static int add_rule(struct policy *p, struct rule *r, const char *text)
 {
 	if (p->n >= POLICY_MAX_RULES)
 		return -E2BIG;
-	p->rules[p->n].text = strdup(text);
-	if (!p->rules[p->n].text)
+	r->text = strdup(text);
+	if (!r->text)
 		return -ENOMEM;
-	p->rules[p->n].kind = kind;
-	p->rules[p->n].id = id;
-	p->n++;
+	p->rules[p->n++] = *r;
+	*r = (struct rule){ 0 };
 	return 0;
 }
 
@@ -50,42 +79,66 @@ static int lookup_group(const char *name, unsigned long *ret)
 	return 0;
 }
 
-int policy_add(struct policy *p, const char *rule)
+static int parse_identity(struct rule *r, const char *id)
 {
-	const char *v = strchr(rule, ':');
-	unsigned long id;
-	int r;
+	const char *v = strchr(id, ':');
+	int res;
 
 	if (!v || !v[1])
 		return -EINVAL;
 	v++;
-	if (strncmp(rule, "uid:", 4) == 0) {
-		r = parse_uint(v, (uid_t)-2, &id);
-		return r < 0 ? -EINVAL : add_rule(p, RULE_UID, id, rule);
+	if (strncmp(id, "uid:", 4) == 0 || strncmp(id, "gid:", 4) == 0) {
+		r->kind = id[0] == 'u' ? RULE_UID : RULE_GID;
+		res = parse_uint(v, (uid_t)-2, &r->id);
+		return res < 0 ? -EINVAL : 0;
 	}
-	if (strncmp(rule, "gid:", 4) == 0) {
-		r = parse_uint(v, (gid_t)-2, &id);
-		return r < 0 ? -EINVAL : add_rule(p, RULE_GID, id, rule);
+	if (strncmp(id, "user:", 5) == 0) {
+		r->kind = RULE_UID;
+		return lookup_user(v, &r->id);
 	}
-	if (strncmp(rule, "user:", 5) == 0) {
-		r = lookup_user(v, &id);
-		return r < 0 ? r : add_rule(p, RULE_UID, id, rule);
+	if (strncmp(id, "group:", 6) == 0) {
+		r->kind = RULE_GID;
+		return lookup_group(v, &r->id);
 	}
-	if (strncmp(rule, "group:", 6) == 0) {
-		r = lookup_group(v, &id);
-		return r < 0 ? r : add_rule(p, RULE_GID, id, rule);
+	if (strncmp(id, "cn:", 3) == 0 && strlen(v) < PEER_MAX_CN) {
+		r->kind = RULE_CN;
+		r->cn = strdup(v);
+		return r->cn ? 0 : -ENOMEM;
 	}
 	return -EINVAL;
+}
+
+int policy_add(struct policy *p, const char *text)
+{
+	_cleanup_(freep) char *id = strdup(text);
+	struct rule r = { 0 };
+	char *eq;
+	int res;
+
+	if (!id)
+		return -ENOMEM;
+	eq = strchr(id, '=');
+	if (eq)
+		*eq = '\0';
+	res = parse_identity(&r, id);
+	if (res >= 0 && eq)
+		res = parse_keys(&r, eq + 1);
+	if (res >= 0)
+		res = add_rule(p, &r, text);
+	rule_free(&r);
+	return res;
 }
 
 void policy_default(struct policy *p)
 {
 	char text[32];
+	struct rule r = { .kind = RULE_UID, .id = 0 };
 
-	add_rule(p, RULE_UID, 0, "uid:0");
+	add_rule(p, &r, "uid:0");
 	if (geteuid() != 0) {
 		snprintf(text, sizeof(text), "uid:%u", (unsigned)geteuid());
-		add_rule(p, RULE_UID, geteuid(), text);
+		r = (struct rule){ .kind = RULE_UID, .id = geteuid() };
+		add_rule(p, &r, text);
 	}
 }
 
@@ -102,14 +155,26 @@ int peer_from_socket(int fd, struct peer *ret)
 	ret->uid = cred.uid;
 	ret->gid = cred.gid;
 	len = sizeof(groups);
-	/* A peer in more groups than we keep is judged on the first ones. */
+	/* A peer in more groups than we keep is judged on its primary group. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) == 0) {
 		ret->n_groups = len / sizeof(gid_t);
 		memcpy(ret->groups, groups, ret->n_groups * sizeof(gid_t));
 	}
+	snprintf(ret->identity, sizeof(ret->identity), "uid:%u", (unsigned)cred.uid);
 	snprintf(ret->desc, sizeof(ret->desc), "uid=%u pid=%d",
 		 (unsigned)cred.uid, (int)cred.pid);
 	return 0;
+}
+
+void peer_from_cn(const char *cn, const char *addr, struct peer *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->tls = true;
+	ret->uid = (uid_t)-1;
+	ret->gid = (gid_t)-1;
+	snprintf(ret->cn, sizeof(ret->cn), "%s", cn);
+	snprintf(ret->identity, sizeof(ret->identity), "cn:%s", cn);
+	snprintf(ret->desc, sizeof(ret->desc), "cn=%s addr=%.56s", ret->cn, addr);
 }
 
 static bool in_groups(const struct peer *peer, unsigned long gid)
@@ -122,22 +187,55 @@ static bool in_groups(const struct peer *peer, unsigned long gid)
 	return false;
 }
 
-bool policy_allows(const struct policy *p, const struct peer *peer)
+static bool rule_matches(const struct rule *r, const struct peer *peer)
 {
-	for (size_t i = 0; i < p->n; i++) {
-		const struct rule *r = &p->rules[i];
-
-		if (r->kind == RULE_UID && r->id == peer->uid)
-			return true;
-		if (r->kind == RULE_GID && in_groups(peer, r->id))
-			return true;
-	}
+	if (peer->tls)
+		return r->kind == RULE_CN && strcmp(r->cn, peer->cn) == 0;
+	if (r->kind == RULE_UID)
+		return r->id == peer->uid;
+	if (r->kind == RULE_GID)
+		return in_groups(peer, r->id);
 	return false;
+}
+
+bool policy_admits(const struct policy *p, const struct peer *peer)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (rule_matches(&p->rules[i], peer))
+			return true;
+	return false;
+}
+
+static bool rule_grants(const struct rule *r, const char *key)
+{
+	if (!r->keys)
+		return true;
+	for (size_t i = 0; i < r->n_keys; i++)
+		if (strcmp(r->keys[i], key) == 0)
+			return true;
+	return false;
+}
+
+bool policy_allows_key(const struct policy *p, const struct peer *peer,
+		       const char *key)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (rule_matches(&p->rules[i], peer) && rule_grants(&p->rules[i], key))
+			return true;
+	return false;
+}
+
+void policy_move(struct policy *to, struct policy *from)
+{
+	policy_clear(to);
+	memcpy(to->rules, from->rules, from->n * sizeof(from->rules[0]));
+	to->n = from->n;
+	from->n = 0;
 }
 
 void policy_clear(struct policy *p)
 {
 	for (size_t i = 0; i < p->n; i++)
-		free(p->rules[i].text);
+		rule_free(&p->rules[i]);
 	p->n = 0;
 }

@@ -3,8 +3,12 @@
 #define MODSIGND_POLICY_H
 
 /*
- * Who may sign.  Every UNIX connection is checked with SO_PEERCRED (and
- * SO_PEERGROUPS for supplementary groups) against the --allow rules; the
+ * Who may sign, and with which keys.  A rule is IDENTITY[=KEY,...] where
+ * IDENTITY is uid:N, gid:N, user:NAME, group:NAME (UNIX peers, from
+ * SO_PEERCRED and SO_PEERGROUPS) or cn:NAME (TLS peers, the common name of
+ * their verified client certificate).  Without =KEYS a rule grants every
+ * key.  A peer no rule names is refused at connect; a peer named by some
+ * rule is refused, per request, the keys no matching rule grants.  The
  * socket file's mode is a second fence, never the only one.
  */
 
@@ -13,14 +17,19 @@
 #include <sys/types.h>
 
 #define POLICY_MAX_RULES 256
+#define POLICY_MAX_KEYS 64   /* keys named by one rule */
 #define PEER_MAX_GROUPS 64
+#define PEER_MAX_CN 256
 
-enum rule_kind { RULE_UID, RULE_GID };
+enum rule_kind { RULE_UID, RULE_GID, RULE_CN };
 
 struct rule {
 	enum rule_kind kind;
-	unsigned long id;
-	char *text; /* as given, for logs */
+	unsigned long id; /* uid or gid */
+	char *cn;
+	char **keys;      /* NULL: every key */
+	size_t n_keys;
+	char *text;       /* as given, for logs */
 };
 
 struct policy {
@@ -29,25 +38,38 @@ struct policy {
 };
 
 struct peer {
+	bool tls;
 	pid_t pid;
 	uid_t uid;
 	gid_t gid;
 	gid_t groups[PEER_MAX_GROUPS];
 	size_t n_groups;
-	char desc[96]; /* "uid=1000 pid=42", for logs and audit */
+	char cn[PEER_MAX_CN];
+	char identity[PEER_MAX_CN + 8]; /* "uid:1000" or "cn:builder-1", for audit */
+	char desc[PEER_MAX_CN + 72];    /* identity plus pid or address, for logs */
 };
 
-/* Add uid:N, gid:N, user:NAME or group:NAME.  -EINVAL bad form, -ENOENT unknown name. */
+/* Add a rule.  -EINVAL bad form, -ENOENT unknown user or group, -E2BIG full. */
 int policy_add(struct policy *p, const char *rule);
 
-/* With no rules: root and the daemon's own uid. */
+/* With no rules: root and the daemon's own uid, all keys. */
 void policy_default(struct policy *p);
 
 /* Read the credentials of a connected UNIX socket. */
 int peer_from_socket(int fd, struct peer *ret);
 
-/* Whether @peer may use the daemon. */
-bool policy_allows(const struct policy *p, const struct peer *peer);
+/* Fill the identity of a TLS peer whose certificate has common name @cn. */
+void peer_from_cn(const char *cn, const char *addr, struct peer *ret);
+
+/* Whether any rule names @peer. */
+bool policy_admits(const struct policy *p, const struct peer *peer);
+
+/* Whether a rule naming @peer grants @key (a key name). */
+bool policy_allows_key(const struct policy *p, const struct peer *peer,
+		       const char *key);
+
+/* Move @from's rules into @to (cleared first); @from ends empty. */
+void policy_move(struct policy *to, struct policy *from);
 
 void policy_clear(struct policy *p);
 

@@ -65,6 +65,18 @@ int request_parse(json_object *msg, struct request *ret, const char **ret_err)
 	return 0;
 }
 
+/* "health": "ok" or "unavailable", and then "health_error": why. */
+static json_object *key_add_health(json_object *o, const struct key *k)
+{
+	const char *why;
+	enum key_health h = key_health(k, &why);
+
+	json_object_object_add(o, "health", json_object_new_string(key_health_name(h)));
+	if (why)
+		json_object_object_add(o, "health_error", json_object_new_string(why));
+	return o;
+}
+
 static json_object *key_object(const struct key *k, bool is_default)
 {
 	json_object *o = json_object_new_object();
@@ -79,7 +91,7 @@ static json_object *key_object(const struct key *k, bool is_default)
 	json_object_object_add(o, "key_id", json_object_new_string(k->key_id));
 	json_object_object_add(o, "serial", json_object_new_string(k->serial));
 	json_object_object_add(o, "default", json_object_new_boolean(is_default));
-	return o;
+	return key_add_health(o, k);
 }
 
 json_object *reply_status(uint64_t id, const struct keystore *ks)

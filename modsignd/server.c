@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -12,14 +16,15 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <systemd/sd-daemon.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "audit.h"
 #include "log.h"
 #include "proto.h"
 #include "request.h"
 #include "server.h"
+#include "tls.h"
 #include "workq.h"
 
 /* What an epoll event points at; the first member of each watched thing. */
@@ -28,13 +33,17 @@ enum watch_kind { W_LISTENER, W_CONN, W_WORKQ, W_SIGNAL };
 struct listener {
 	enum watch_kind kind;
 	int fd;
-	char *path; /* socket file to unlink at exit */
+	bool tls;
+	char *path; /* socket file to unlink at exit; NULL if not ours */
 };
 
 struct conn {
 	enum watch_kind kind;
 	struct conn *prev, *next;
 	int fd; /* -1 once closed while jobs are still out */
+	SSL *ssl; /* NULL on UNIX sockets */
+	bool handshaking;
+	uint32_t ssl_want; /* EPOLLIN/EPOLLOUT the last blocked TLS call needs */
 	struct peer peer;
 	uint8_t *in;
 	size_t in_len, in_cap;
@@ -43,25 +52,28 @@ struct conn {
 	unsigned inflight;
 	uint32_t events;
 	bool eof;     /* peer finished sending (may still read replies) */
-	bool closing; /* protocol error: flush, then close */
+	bool closing; /* refused or protocol error: flush, then close */
 	uint64_t last_io_ms;
 };
 
 struct server {
 	struct server_config cfg;
-	const struct keystore *keys;
-	const struct policy *policy;
+	struct keystore *keys;
+	struct policy *policy;
+	struct audit *audit;
 	int epfd;
 	struct listener listeners[SERVER_MAX_LISTENERS];
 	size_t n_listeners;
 	struct conn *conns;
 	unsigned n_conns;
 	unsigned inflight;
+	uint64_t signed_total;
 	struct workq *wq;
 	enum watch_kind wq_watch, sig_watch;
 	int wq_fd, sig_fd;
 	bool stopping;
 	uint64_t drain_deadline_ms;
+	uint64_t watchdog_usec;
 };
 
 static uint64_t now_ms(void)
@@ -79,7 +91,7 @@ static int watch(struct server *s, int fd, uint32_t events, void *ptr)
 	return epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
 }
 
-/* ---- connections ------------------------------------------------------ */
+/* ---- connections: life ------------------------------------------------ */
 
 static void conn_free(struct server *s, struct conn *c)
 {
@@ -100,11 +112,73 @@ static void conn_close(struct server *s, struct conn *c)
 {
 	if (c->fd >= 0) {
 		epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		if (c->ssl && !c->handshaking)
+			SSL_shutdown(c->ssl); /* best effort, non-blocking */
+		SSL_free(c->ssl);
+		c->ssl = NULL;
+		ERR_clear_error();
 		close(c->fd);
 		c->fd = -1;
 	}
 	if (c->inflight == 0)
 		conn_free(s, c);
+}
+
+/* ---- connections: bytes ------------------------------------------------ */
+
+/* Map a blocked or failed TLS call: 0 = try later (ssl_want set), <0 = dead. */
+static int tls_result(struct conn *c, int ret)
+{
+	switch (SSL_get_error(c->ssl, ret)) {
+	case SSL_ERROR_WANT_READ:
+		c->ssl_want = EPOLLIN;
+		return 0;
+	case SSL_ERROR_WANT_WRITE:
+		c->ssl_want = EPOLLOUT;
+		return 0;
+	case SSL_ERROR_ZERO_RETURN:
+		return -ECONNRESET;
+	default:
+		ERR_clear_error();
+		return -EPROTO;
+	}
+}
+
+/* Read what is there: >0 bytes, 0 nothing now, -ECONNRESET at EOF, <0 error. */
+static ssize_t conn_recv(struct conn *c, void *buf, size_t len)
+{
+	ssize_t n;
+	size_t got;
+
+	if (c->ssl) {
+		c->ssl_want = 0;
+		if (SSL_read_ex(c->ssl, buf, len, &got) == 1)
+			return (ssize_t)got;
+		return tls_result(c, 0);
+	}
+	n = recv(c->fd, buf, len, MSG_DONTWAIT);
+	if (n > 0)
+		return n;
+	if (n == 0)
+		return -ECONNRESET;
+	return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+}
+
+static ssize_t conn_send(struct conn *c, const void *buf, size_t len)
+{
+	ssize_t n;
+	size_t put;
+
+	if (c->ssl) {
+		c->ssl_want = 0;
+		if (SSL_write_ex(c->ssl, buf, len, &put) == 1)
+			return (ssize_t)put;
+		return tls_result(c, 0);
+	}
+	n = send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n >= 0)
+		return n;
+	return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 }
 
 static int conn_queue(struct conn *c, json_object *reply)
@@ -142,13 +216,10 @@ static void conn_reply_error(struct conn *c, uint64_t id, const char *msg)
 static int conn_flush(struct conn *c)
 {
 	while (c->out_len > 0) {
-		ssize_t n = send(c->fd, c->out, c->out_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		ssize_t n = conn_send(c, c->out, c->out_len);
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == EAGAIN ? 0 : -errno;
-		}
+		if (n <= 0)
+			return (int)n;
 		memmove(c->out, c->out + n, c->out_len - (size_t)n);
 		c->out_len -= (size_t)n;
 		c->last_io_ms = now_ms();
@@ -162,6 +233,8 @@ static int conn_flush(struct conn *c)
 	return 0;
 }
 
+/* ---- connections: state ------------------------------------------------ */
+
 static bool conn_wants_input(const struct server *s, const struct conn *c)
 {
 	return !s->stopping && !c->eof && !c->closing &&
@@ -170,7 +243,7 @@ static bool conn_wants_input(const struct server *s, const struct conn *c)
 
 static bool conn_finished(const struct server *s, const struct conn *c)
 {
-	if (c->out_len > 0 || c->inflight > 0)
+	if (c->out_len > 0 || c->inflight > 0 || c->handshaking)
 		return false;
 	return c->eof || c->closing || s->stopping;
 }
@@ -183,7 +256,7 @@ static void conn_update(struct server *s, struct conn *c)
 
 	if (c->fd < 0)
 		return;
-	r = conn_flush(c);
+	r = c->handshaking ? 0 : conn_flush(c);
 	if (r < 0) {
 		log_debug("%s: write failed: %s", c->peer.desc, strerror(-r));
 		conn_close(s, c);
@@ -196,11 +269,28 @@ static void conn_update(struct server *s, struct conn *c)
 		return;
 	}
 	ev.events = (conn_wants_input(s, c) ? EPOLLIN : 0) |
-		    (c->out_len ? EPOLLOUT : 0);
+		    (c->out_len ? EPOLLOUT : 0) | c->ssl_want;
 	if (ev.events != c->events) {
 		epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev);
 		c->events = ev.events;
 	}
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+static void audit_refusal(struct server *s, const struct peer *peer,
+			  const struct request *req, const char *why)
+{
+	struct audit_event e = {
+		.peer = peer, .key = req ? req->key : NULL,
+		.md = req ? req->md : NULL, .digest = req ? req->digest : NULL,
+		.digest_len = req ? req->digest_len : 0,
+		.module = req ? req->module : NULL, .result = why,
+	};
+
+	/* A refusal sends no signature, so its record need not be synced
+	 * before the reply; the next sync makes it durable. */
+	audit_record(s->audit, &e);
 }
 
 static void dispatch_sign(struct server *s, struct conn *c,
@@ -225,35 +315,59 @@ static void dispatch_sign(struct server *s, struct conn *c,
 	workq_push(s->wq, j);
 }
 
+static void handle_sign(struct server *s, struct conn *c, struct request *req)
+{
+	struct key *k = keystore_find(s->keys, req->key);
+	char why[PROTO_MAX_NAME + PEER_MAX_CN + 64];
+
+	if (!k) {
+		snprintf(why, sizeof(why), "%s", req->key ? "unknown key" :
+							   "no default key: name one");
+		audit_refusal(s, &c->peer, req, why);
+		conn_reply_error(c, req->id, why);
+		return;
+	}
+	req->key = k->name;
+	if (!policy_allows_key(s->policy, &c->peer, k->name)) {
+		snprintf(why, sizeof(why), "permission denied: key %s is not granted to %s",
+			 k->name, c->peer.identity);
+		audit_refusal(s, &c->peer, req, why);
+		conn_reply_error(c, req->id, why);
+		return;
+	}
+	dispatch_sign(s, c, req, k);
+}
+
 static void handle_message(struct server *s, struct conn *c, json_object *msg)
 {
 	struct request req;
-	const char *err;
+	const char *err, *op = NULL;
 	struct key *k;
-	int r;
 
-	r = request_parse(msg, &req, &err);
-	if (r < 0) {
+	if (request_parse(msg, &req, &err) < 0) {
 		log_notice("%s: bad request: %s", c->peer.desc, err);
+		proto_get_string(msg, "op", 16, true, &op);
+		if (op && strcmp(op, "sign") == 0)
+			audit_refusal(s, &c->peer, &req, err);
 		conn_reply_error(c, req.id, err);
 		return;
 	}
-	if (req.op == OP_STATUS) {
+	switch (req.op) {
+	case OP_STATUS:
 		conn_queue(c, reply_status(req.id, s->keys));
-		return;
+		break;
+	case OP_CERT:
+		k = keystore_find(s->keys, req.key);
+		if (k)
+			conn_queue(c, reply_cert(req.id, k));
+		else
+			conn_reply_error(c, req.id, req.key ? "unknown key" :
+							      "no default key: name one");
+		break;
+	case OP_SIGN:
+		handle_sign(s, c, &req);
+		break;
 	}
-	k = keystore_find(s->keys, req.key);
-	if (!k) {
-		if (req.op == OP_SIGN)
-			audit_refused(&c->peer, &req, "unknown key");
-		conn_reply_error(c, req.id, req.key ? "unknown key" :
-						      "no default key: name one");
-		return;
-	}
-	if (req.op == OP_CERT)
-		conn_queue(c, reply_cert(req.id, k));
-	else
-		dispatch_sign(s, c, &req, k);
 }
 
 /* Take every whole frame we may act on from the input buffer. */
@@ -312,35 +426,105 @@ static int conn_grow_input(struct conn *c)
 	return 0;
 }
 
-static void conn_readable(struct server *s, struct conn *c)
+/* Read until the socket (and, for TLS, the record layer) is drained or
+ * the buffer holds a whole frame we cannot take yet. */
+static int conn_fill(struct conn *c)
 {
-	ssize_t n;
+	for (;;) {
+		ssize_t n;
 
-	if (conn_grow_input(c) < 0) {
-		conn_close(s, c);
-		return;
-	}
-	n = recv(c->fd, c->in + c->in_len, c->in_cap - c->in_len, MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return;
-	if (n < 0) {
-		log_debug("%s: read failed: %m", c->peer.desc);
-		conn_close(s, c);
-		return;
-	}
-	if (n == 0) {
-		c->eof = true;
-	} else {
+		if (conn_grow_input(c) < 0)
+			return 0;
+		n = conn_recv(c, c->in + c->in_len, c->in_cap - c->in_len);
+		if (n == -ECONNRESET) {
+			c->eof = true;
+			return 0;
+		}
+		if (n <= 0)
+			return (int)n;
 		c->in_len += (size_t)n;
 		c->last_io_ms = now_ms();
+	}
+}
+
+static void conn_readable(struct server *s, struct conn *c)
+{
+	int r = conn_fill(c);
+
+	if (r < 0) {
+		log_debug("%s: read failed: %s", c->peer.desc, strerror(-r));
+		conn_close(s, c);
+		return;
 	}
 	conn_process(s, c);
 	conn_update(s, c);
 }
 
+/* ---- TLS handshakes ---------------------------------------------------- */
+
+static const char *handshake_error(SSL *ssl)
+{
+	long v = SSL_get_verify_result(ssl);
+
+	if (v != X509_V_OK)
+		return X509_verify_cert_error_string(v);
+	return !SSL_get0_peer_certificate(ssl) ? "no client certificate" :
+						 "TLS handshake failed";
+}
+
+static void handshake_done(struct server *s, struct conn *c)
+{
+	char why[PEER_MAX_CN + 64], cn[PEER_MAX_CN], addr[64];
+
+	snprintf(addr, sizeof(addr), "%.63s", c->peer.desc); /* "host:port" so far */
+	c->handshaking = false;
+	if (tls_peer_cn(c->ssl, cn, sizeof(cn)) < 0) {
+		audit_refusal(s, &c->peer, NULL, "client certificate has no usable common name");
+		conn_reply_error(c, 0, "permission denied: client certificate has no usable common name");
+		c->closing = true;
+		return;
+	}
+	peer_from_cn(cn, addr, &c->peer);
+	if (!policy_admits(s->policy, &c->peer)) {
+		snprintf(why, sizeof(why), "permission denied: %s is not named by the policy",
+			 c->peer.identity);
+		log_warning("%s: refused: not allowed by policy", c->peer.desc);
+		audit_refusal(s, &c->peer, NULL, why);
+		conn_reply_error(c, 0, why);
+		c->closing = true;
+		return;
+	}
+	log_debug("%s: TLS connected", c->peer.desc);
+}
+
+static void conn_handshake(struct server *s, struct conn *c)
+{
+	int ret;
+
+	c->ssl_want = 0;
+	ret = SSL_accept(c->ssl);
+	if (ret == 1) {
+		handshake_done(s, c);
+		conn_update(s, c);
+		conn_readable(s, c); /* data may have come with the handshake */
+		return;
+	}
+	if (tls_result(c, ret) == 0) {
+		c->last_io_ms = now_ms();
+		conn_update(s, c);
+		return;
+	}
+	log_notice("%s: %s", c->peer.desc, handshake_error(c->ssl));
+	audit_refusal(s, &c->peer, NULL, handshake_error(c->ssl));
+	ERR_clear_error();
+	conn_close(s, c);
+}
+
 static void conn_event(struct server *s, struct conn *c, uint32_t events)
 {
-	if (events & EPOLLIN)
+	if (c->handshaking)
+		conn_handshake(s, c);
+	else if (events & EPOLLIN || (c->ssl_want & events))
 		conn_readable(s, c);
 	else if (events & (EPOLLHUP | EPOLLERR) && !(events & EPOLLOUT))
 		conn_close(s, c);
@@ -348,9 +532,9 @@ static void conn_event(struct server *s, struct conn *c, uint32_t events)
 		conn_update(s, c);
 }
 
-/* ---- accepting -------------------------------------------------------- */
+/* ---- accepting --------------------------------------------------------- */
 
-/* Best effort: tell a refused peer why, then hang up. */
+/* Best effort: tell a refused UNIX peer why, then hang up. */
 static void refuse(int fd, const char *why)
 {
 	json_object *o = proto_error_new(0, why);
@@ -364,27 +548,60 @@ static void refuse(int fd, const char *why)
 	close(fd);
 }
 
-static void accept_one(struct server *s, int lfd)
+/* A UNIX peer is judged before we read a byte from it. */
+static int admit_unix(struct server *s, int fd, struct peer *peer)
+{
+	if (peer_from_socket(fd, peer) < 0)
+		return -EIO;
+	if (!policy_admits(s->policy, peer)) {
+		log_warning("%s: refused: not allowed by policy", peer->desc);
+		audit_refusal(s, peer, NULL, "permission denied: not allowed by policy");
+		refuse(fd, "permission denied: not allowed by the daemon's policy");
+		return -EPERM;
+	}
+	return 0;
+}
+
+static void peer_from_address(int fd, struct peer *ret)
+{
+	struct sockaddr_storage sa;
+	socklen_t len = sizeof(sa);
+	char host[INET6_ADDRSTRLEN] = "?", port[8] = "?";
+
+	memset(ret, 0, sizeof(*ret));
+	ret->tls = true;
+	if (getpeername(fd, (struct sockaddr *)&sa, &len) == 0)
+		getnameinfo((struct sockaddr *)&sa, len, host, sizeof(host), port,
+			    sizeof(port), NI_NUMERICHOST | NI_NUMERICSERV);
+	snprintf(ret->identity, sizeof(ret->identity), "tls:%s", host);
+	snprintf(ret->desc, sizeof(ret->desc), "%s:%s", host, port);
+}
+
+static int conn_start_tls(struct server *s, struct conn *c)
+{
+	c->ssl = SSL_new(s->cfg.tls);
+	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1)
+		return -ENOMEM;
+	c->handshaking = true;
+	return 0;
+}
+
+static void accept_one(struct server *s, struct listener *l)
 {
 	struct conn *c;
 	struct peer peer;
 	int fd;
 
-	fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0) {
 		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
 			log_warning("accept failed: %m");
 		return;
 	}
-	if (peer_from_socket(fd, &peer) < 0) {
-		close(fd);
+	if (l->tls)
+		peer_from_address(fd, &peer);
+	else if (admit_unix(s, fd, &peer) < 0)
 		return;
-	}
-	if (!policy_allows(s->policy, &peer)) {
-		log_warning("%s: refused: not allowed by policy", peer.desc);
-		refuse(fd, "permission denied: not allowed by the daemon's policy");
-		return;
-	}
 	if (s->n_conns >= s->cfg.max_conns) {
 		log_warning("%s: refused: connection limit (%u) reached", peer.desc,
 			    s->cfg.max_conns);
@@ -396,12 +613,10 @@ static void accept_one(struct server *s, int lfd)
 		close(fd);
 		return;
 	}
-	c->kind = W_CONN;
-	c->fd = fd;
-	c->peer = peer;
-	c->events = EPOLLIN;
-	c->last_io_ms = now_ms();
-	if (watch(s, fd, EPOLLIN, c) < 0) {
+	*c = (struct conn){ .kind = W_CONN, .fd = fd, .peer = peer,
+			    .events = EPOLLIN, .last_io_ms = now_ms() };
+	if ((l->tls && conn_start_tls(s, c) < 0) || watch(s, fd, EPOLLIN, c) < 0) {
+		SSL_free(c->ssl);
 		close(fd);
 		free(c);
 		return;
@@ -414,44 +629,78 @@ static void accept_one(struct server *s, int lfd)
 	log_debug("%s: connected", peer.desc);
 }
 
-/* ---- completions, signals, timeouts ----------------------------------- */
+/* ---- completions: audit first, then reply ------------------------------ */
 
-static void complete(struct server *s, struct job *j)
+/* "ok", or why signing failed, naming the key. */
+static const char *job_result(const struct job *j, char *buf, size_t size)
+{
+	if (j->r >= 0)
+		return j->conn->fd < 0 ? "ok, client gone" : "ok";
+	snprintf(buf, size, "signing with key %s failed: %s", j->key->name,
+		 key_strerror(j->key, j->r));
+	return buf;
+}
+
+static void audit_job(struct server *s, struct job *j)
+{
+	char buf[PROTO_MAX_ERROR];
+	const char *result = job_result(j, buf, sizeof(buf));
+	struct audit_event e = {
+		.peer = &j->conn->peer, .key = j->key->name, .key_id = j->key->key_id,
+		.md = j->md, .digest = j->digest, .digest_len = j->digest_len,
+		.module = j->module, .result = result,
+	};
+
+	if (audit_record(s->audit, &e) < 0)
+		j->audit_failed = true; /* unrecorded: the signature must not leave */
+}
+
+static void reply_job(struct server *s, struct job *j, int audit_r)
 {
 	struct conn *c = j->conn;
+	char msg[PROTO_MAX_ERROR];
 
 	c->inflight--;
 	s->inflight--;
 	if (c->fd < 0) {
-		audit_sign(&c->peer, j, "client gone");
 		if (c->inflight == 0)
 			conn_free(s, c);
 		return;
 	}
-	if (j->r < 0) {
-		audit_sign(&c->peer, j, "signing failed");
-		conn_reply_error(c, j->id, "signing failed");
-	} else {
-		/* The record comes first: no signature leaves unaudited. */
-		audit_sign(&c->peer, j, "ok");
+	if (audit_r < 0 || j->audit_failed)
+		conn_reply_error(c, j->id, "audit log unavailable: not signed");
+	else if (j->r < 0)
+		conn_reply_error(c, j->id, job_result(j, msg, sizeof(msg)));
+	else {
 		conn_queue(c, reply_signature(j->id, j->key, j->der, j->der_len));
+		s->signed_total++;
 	}
 	conn_process(s, c); /* input held back by the in-flight limit */
 	conn_update(s, c);
 }
 
+/*
+ * Group commit: record every finished job, make the records durable with
+ * one sync, and only then queue the signatures for their peers.
+ */
 static void drain_workq(struct server *s)
 {
-	struct job *j = workq_take_done(s->wq);
+	struct job *list = workq_take_done(s->wq), *j, *next;
+	int r;
 
-	while (j) {
-		struct job *next = j->next;
-
-		complete(s, j);
+	for (j = list; j; j = j->next)
+		audit_job(s, j);
+	r = audit_sync(s->audit);
+	if (r < 0)
+		log_error("audit log sync failed, withholding signatures: %s", strerror(-r));
+	for (j = list; j; j = next) {
+		next = j->next;
+		reply_job(s, j, r);
 		job_free(j);
-		j = next;
 	}
 }
+
+/* ---- signals, timeouts, systemd ---------------------------------------- */
 
 static void begin_stop(struct server *s)
 {
@@ -459,6 +708,7 @@ static void begin_stop(struct server *s)
 
 	s->stopping = true;
 	s->drain_deadline_ms = now_ms() + SERVER_DRAIN_TIMEOUT_MS;
+	sd_notify(0, "STOPPING=1");
 	for (size_t i = 0; i < s->n_listeners; i++)
 		epoll_ctl(s->epfd, EPOLL_CTL_DEL, s->listeners[i].fd, NULL);
 	for (c = s->conns; c; c = next) {
@@ -467,17 +717,34 @@ static void begin_stop(struct server *s)
 	}
 }
 
+static void reload(struct server *s)
+{
+	int r;
+
+	sd_notify(0, "RELOADING=1");
+	r = s->cfg.reload ? s->cfg.reload(s->cfg.userdata) : 0;
+	if (r < 0)
+		log_error("SIGHUP: keeping the old policy: %s", strerror(-r));
+	r = audit_reopen(s->audit);
+	if (r < 0)
+		log_error("SIGHUP: cannot reopen the audit log: %s", strerror(-r));
+	sd_notify(0, "READY=1");
+}
+
 static void handle_signal(struct server *s)
 {
 	struct signalfd_siginfo si;
 
 	if (read(s->sig_fd, &si, sizeof(si)) != sizeof(si))
 		return;
-	if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
-		log_info("signal %d: finishing %u in-flight request(s), then exiting",
-			 (int)si.ssi_signo, s->inflight);
-		begin_stop(s);
+	if (si.ssi_signo == SIGHUP) {
+		log_info("SIGHUP: re-reading the policy; keys stay");
+		reload(s);
+		return;
 	}
+	log_info("signal %d: finishing %u in-flight request(s), then exiting",
+		 (int)si.ssi_signo, s->inflight);
+	begin_stop(s);
 }
 
 static void sweep_timeouts(struct server *s)
@@ -487,14 +754,24 @@ static void sweep_timeouts(struct server *s)
 
 	for (c = s->conns; c; c = next) {
 		next = c->next;
-		if (c->fd < 0 || (c->in_len == 0 && c->out_len == 0))
+		if (c->fd < 0 || (c->in_len == 0 && c->out_len == 0 && !c->handshaking))
 			continue;
 		if (now - c->last_io_ms > SERVER_IO_TIMEOUT_MS) {
 			log_notice("%s: timed out with %s pending", c->peer.desc,
-				   c->out_len ? "unread replies" : "a partial request");
+				   c->handshaking ? "a TLS handshake" :
+				   c->out_len	  ? "unread replies" :
+						    "a partial request");
 			conn_close(s, c);
 		}
 	}
+}
+
+static void notify_status(struct server *s)
+{
+	sd_notifyf(0, "STATUS=%u connection(s), %u in flight, %llu signature(s) given",
+		   s->n_conns, s->inflight, (unsigned long long)s->signed_total);
+	if (s->watchdog_usec)
+		sd_notify(0, "WATCHDOG=1");
 }
 
 static void dispatch(struct server *s, struct epoll_event *ev)
@@ -503,7 +780,7 @@ static void dispatch(struct server *s, struct epoll_event *ev)
 
 	switch (*kind) {
 	case W_LISTENER:
-		accept_one(s, ((struct listener *)kind)->fd);
+		accept_one(s, (struct listener *)kind);
 		break;
 	case W_CONN:
 		conn_event(s, (struct conn *)kind, ev->events);
@@ -520,27 +797,31 @@ static void dispatch(struct server *s, struct epoll_event *ev)
 int server_run(struct server *s)
 {
 	struct epoll_event evs[64];
-	uint64_t last_sweep = now_ms();
+	uint64_t last_tick = now_ms();
+	/* Wake often enough to ping a watchdog at half its period. */
+	int tick = s->watchdog_usec && s->watchdog_usec / 2000 < 1000 ?
+			   (int)(s->watchdog_usec / 2000) : 1000;
 
+	notify_status(s);
 	for (;;) {
-		int n = epoll_wait(s->epfd, evs, ELEMENTSOF(evs), 1000);
+		int n = epoll_wait(s->epfd, evs, ELEMENTSOF(evs), tick);
 
 		if (n < 0 && errno != EINTR)
 			return log_error_errno(-errno, "epoll_wait: %m");
 		for (int i = 0; i < n; i++)
 			dispatch(s, &evs[i]);
-		if (now_ms() - last_sweep >= 1000) {
+		if (now_ms() - last_tick >= (uint64_t)tick) {
 			sweep_timeouts(s);
-			last_sweep = now_ms();
+			notify_status(s);
+			last_tick = now_ms();
 		}
-		if (s->stopping &&
-		    (s->n_conns == 0 || now_ms() > s->drain_deadline_ms))
+		if (s->stopping && (s->n_conns == 0 || now_ms() > s->drain_deadline_ms))
 			break;
 	}
 	return 0;
 }
 
-/* ---- set-up ----------------------------------------------------------- */
+/* ---- set-up ------------------------------------------------------------ */
 
 static int setup_signals(struct server *s)
 {
@@ -560,8 +841,8 @@ static int setup_signals(struct server *s)
 	return watch(s, s->sig_fd, EPOLLIN, &s->sig_watch);
 }
 
-int server_new(const struct server_config *cfg, const struct keystore *keys,
-	       const struct policy *policy, struct server **ret)
+int server_new(const struct server_config *cfg, struct keystore *keys,
+	       struct policy *policy, struct audit *audit, struct server **ret)
 {
 	struct server *s = calloc(1, sizeof(*s));
 	int r;
@@ -571,7 +852,10 @@ int server_new(const struct server_config *cfg, const struct keystore *keys,
 	s->cfg = *cfg;
 	s->keys = keys;
 	s->policy = policy;
+	s->audit = audit;
 	s->wq_fd = s->sig_fd = -1;
+	if (sd_watchdog_enabled(0, &s->watchdog_usec) <= 0)
+		s->watchdog_usec = 0;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (s->epfd < 0) {
 		r = -errno;
@@ -594,6 +878,28 @@ int server_new(const struct server_config *cfg, const struct keystore *keys,
 fail:
 	server_free(s);
 	return r;
+}
+
+static int add_listener(struct server *s, int fd, bool tls, const char *path)
+{
+	struct listener *l;
+	int r;
+
+	if (s->n_listeners >= SERVER_MAX_LISTENERS)
+		return -E2BIG;
+	if (tls && !s->cfg.tls)
+		return -ENOPROTOOPT;
+	l = &s->listeners[s->n_listeners];
+	*l = (struct listener){ .kind = W_LISTENER, .fd = fd, .tls = tls };
+	if (path && !(l->path = strdup(path)))
+		return -ENOMEM;
+	r = watch(s, fd, EPOLLIN, l);
+	if (r < 0) {
+		free(l->path);
+		return r;
+	}
+	s->n_listeners++;
+	return 0;
 }
 
 /* A socket file that nobody answers on is left over from a crash. */
@@ -619,12 +925,9 @@ static int remove_stale_socket(const char *path, const struct sockaddr_un *sa)
 int server_listen_unix(struct server *s, const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct listener *l;
 	mode_t old;
 	int fd, r;
 
-	if (s->n_listeners >= SERVER_MAX_LISTENERS)
-		return -E2BIG;
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sa.sun_path, path);
@@ -643,16 +946,87 @@ int server_listen_unix(struct server *s, const char *path)
 		close(fd);
 		return r;
 	}
-	l = &s->listeners[s->n_listeners];
-	*l = (struct listener){ .kind = W_LISTENER, .fd = fd, .path = strdup(path) };
-	r = watch(s, fd, EPOLLIN, l);
-	if (r < 0) {
+	r = add_listener(s, fd, false, path);
+	if (r < 0)
 		close(fd);
-		free(l->path);
-		return r;
+	return r;
+}
+
+/* "HOST:PORT" or "[V6]:PORT" into a bound, listening TCP socket. */
+static int tcp_listen(const char *host_port)
+{
+	_cleanup_(freep) char *host = strdup(host_port);
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
+	struct addrinfo *ai = NULL;
+	char *port;
+	int fd = -EADDRNOTAVAIL, one = 1;
+
+	if (!host)
+		return -ENOMEM;
+	port = strrchr(host, ':');
+	if (!port || !port[1])
+		return -EINVAL;
+	*port++ = '\0';
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		host[strlen(host) - 1] = '\0';
+		memmove(host, host + 1, strlen(host));
 	}
-	s->n_listeners++;
-	return 0;
+	if (getaddrinfo(*host ? host : NULL, port, &hints, &ai) != 0)
+		return -EADDRNOTAVAIL;
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd >= 0) {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, SOMAXCONN) < 0) {
+			int r = -errno;
+			close(fd);
+			fd = r;
+		}
+	} else {
+		fd = -errno;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+int server_listen_tls(struct server *s, const char *host_port)
+{
+	int fd, r;
+
+	if (!s->cfg.tls)
+		return -ENOPROTOOPT;
+	fd = tcp_listen(host_port);
+	if (fd < 0)
+		return fd;
+	r = add_listener(s, fd, true, NULL);
+	if (r < 0)
+		close(fd);
+	return r;
+}
+
+int server_adopt_systemd(struct server *s)
+{
+	char **names = NULL;
+	int n, r = 0;
+
+	n = sd_listen_fds_with_names(1, &names);
+	if (n <= 0)
+		return n;
+	for (int i = 0; i < n && r >= 0; i++) {
+		int fd = SD_LISTEN_FDS_START + i;
+		bool tls = (names && names[i] && strcmp(names[i], "tls") == 0) ||
+			   sd_is_socket_inet(fd, 0, SOCK_STREAM, 1, 0) > 0;
+
+		if (!tls && sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0)
+			r = -EBADF;
+		else {
+			fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+			r = add_listener(s, fd, tls, NULL);
+		}
+	}
+	for (int i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+	return r < 0 ? r : n;
 }
 
 void server_free(struct server *s)
@@ -662,6 +1036,7 @@ void server_free(struct server *s)
 	while (s->conns) {
 		struct conn *c = s->conns;
 
+		SSL_free(c->ssl);
 		if (c->fd >= 0)
 			close(c->fd);
 		conn_free(s, c);

@@ -3,13 +3,15 @@
 #define MODSIGND_SERVER_H
 
 /*
- * The event loop: listeners, connections, framing and dispatch.  One
- * thread runs it; signing happens in the workq.  Every limit that a peer
- * could push against is named here.
+ * The event loop: listeners, connections (UNIX or TLS), framing, access
+ * checks and dispatch.  One thread runs it; signing happens in the workq.
+ * Every limit that a peer could push against is named here.
  */
 
+#include <openssl/ssl.h>
 #include <sys/types.h>
 
+#include "audit.h"
 #include "keys.h"
 #include "policy.h"
 
@@ -20,8 +22,8 @@
 #define SERVER_MAX_INFLIGHT 64
 /* Unsent reply bytes after which we stop reading a connection. */
 #define SERVER_OUT_HIGH (256u * 1024)
-/* A peer that leaves a frame half-sent, or does not read its replies,
- * for this long is disconnected. */
+/* A peer that leaves a frame half-sent, a TLS handshake unfinished, or
+ * its replies unread for this long is disconnected. */
 #define SERVER_IO_TIMEOUT_MS 30000
 /* On SIGTERM, how long in-flight requests get to finish. */
 #define SERVER_DRAIN_TIMEOUT_MS 10000
@@ -30,15 +32,30 @@ struct server_config {
 	unsigned workers;
 	unsigned max_conns;
 	mode_t socket_mode;
+	SSL_CTX *tls; /* NULL: no TLS listeners allowed */
+	/* Called on SIGHUP to re-read the policy in place; may be NULL. */
+	int (*reload)(void *userdata);
+	void *userdata;
 };
 
 struct server;
 
-int server_new(const struct server_config *cfg, const struct keystore *keys,
-	       const struct policy *policy, struct server **ret);
+/* @keys, @policy and @audit stay owned by the caller and must outlive @ret. */
+int server_new(const struct server_config *cfg, struct keystore *keys,
+	       struct policy *policy, struct audit *audit, struct server **ret);
 
 /* Bind and listen on a UNIX socket path, replacing a stale socket file. */
 int server_listen_unix(struct server *s, const char *path);
+
+/* Bind and listen on TCP HOST:PORT for TLS clients. */
+int server_listen_tls(struct server *s, const char *host_port);
+
+/*
+ * Take the sockets systemd passed (sd_listen_fds_with_names): UNIX stream
+ * sockets serve local clients, TCP sockets (or any named "tls") serve TLS.
+ * Returns the number adopted, or a negative errno.
+ */
+int server_adopt_systemd(struct server *s);
 
 /* Serve until SIGTERM or SIGINT, then finish in-flight requests. */
 int server_run(struct server *s);

@@ -31,6 +31,7 @@ struct job {
 	char *module;
 	/* result, set by the worker */
 	int r;
+	bool audit_failed; /* set by the loop: the signature must not leave */
 	uint8_t *der;
 	size_t der_len;
 };

@@ -34,9 +34,9 @@ check "concurrent-signatures-all-verify" test "$ok" -eq 0
 # One connection, 200 requests in flight: the daemon log shows one peer pid.
 $C sign --hash sha512 $(cat "$T/list")
 check batch-verifies $C verify --cert "$T/rsa.pem" $(cat "$T/list")
-pids_seen=$(grep 'hash=sha512' "$T/modsignd.log" | grep -o 'pid=[0-9]*' | sort -u | wc -l)
+pids_seen=$(grep '"hash":"sha512"' "$T/modsignd.log" | grep -o 'pid=[0-9]*' | sort -u | wc -l)
 check "batch-uses-one-connection (200 requests, $pids_seen client)" test "$pids_seen" -eq 1
-check "batch-audited-every-module" test "$(grep -c 'hash=sha512' "$T/modsignd.log")" -eq 200
+check "batch-audited-every-module" test "$(grep -c '"hash":"sha512"' "$T/modsignd.log")" -eq 200
 
 # SIGTERM mid-batch: requests in flight finish, then the daemon exits; the
 # client names every module it did not sign, and none is damaged.

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "conf.h"
+#include "macro.h"
+#include "util.h"
+
+static char *trim(char *s, char *end)
+{
+	while (s < end && isspace((unsigned char)*s))
+		s++;
+	while (end > s && isspace((unsigned char)end[-1]))
+		end--;
+	*end = '\0';
+	return s;
+}
+
+static int valid_key(const char *k)
+{
+	if (!*k)
+		return 0;
+	for (; *k; k++)
+		if (!islower((unsigned char)*k) && !isdigit((unsigned char)*k) && *k != '-')
+			return 0;
+	return 1;
+}
+
+static int parse_line(char *line, size_t len, conf_cb cb, void *userdata)
+{
+	char *eq, *key, *value, *start = trim(line, line + len);
+
+	if (!*start || *start == '#')
+		return 0;
+	eq = strchr(start, '=');
+	if (!eq)
+		return -EBADMSG;
+	key = trim(start, eq);
+	value = trim(eq + 1, eq + 1 + strlen(eq + 1));
+	if (!valid_key(key))
+		return -EBADMSG;
+	return cb(key, value, userdata);
+}
+
+int conf_parse_buf(const char *buf, size_t len, conf_cb cb, void *userdata,
+		   unsigned *ret_line)
+{
+	char line[CONF_MAX_LINE + 1];
+	unsigned n = 0;
+	size_t pos = 0;
+
+	*ret_line = 0;
+	if (memchr(buf, '\0', len))
+		return -EBADMSG;
+	while (pos < len) {
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+		size_t l = nl ? (size_t)(nl - (buf + pos)) : len - pos;
+		int r;
+
+		n++;
+		if (l > CONF_MAX_LINE) {
+			*ret_line = n;
+			return -EBADMSG;
+		}
+		memcpy(line, buf + pos, l);
+		line[l] = '\0';
+		r = parse_line(line, l, cb, userdata);
+		if (r < 0) {
+			*ret_line = n;
+			return r;
+		}
+		pos += l + 1;
+	}
+	return 0;
+}
+
+int conf_parse(const char *path, conf_cb cb, void *userdata, unsigned *ret_line)
+{
+	_cleanup_(closep) int fd = -1;
+	_cleanup_(freep) char *buf = NULL;
+	struct stat st;
+	ssize_t n;
+
+	*ret_line = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((size_t)st.st_size > CONF_MAX_FILE)
+		return -EFBIG;
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return -ENOMEM;
+	n = read_full(fd, buf, (size_t)st.st_size);
+	if (n < 0)
+		return (int)n;
+	return conf_parse_buf(buf, (size_t)n, cb, userdata, ret_line);
+}

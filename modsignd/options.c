@@ -1,0 +1,274 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conf.h"
+#include "log.h"
+#include "options.h"
+#include "util.h"
+
+enum {
+	OPT_CONFIG = 256, OPT_CHECK, OPT_LISTEN, OPT_KEY, OPT_ALLOW, OPT_CERT,
+	OPT_PIN_FILE, OPT_PKCS11_MODULE, OPT_AUDIT_LOG, OPT_ORG, OPT_CN, OPT_EMAIL,
+	OPT_DAYS, OPT_TEMPLATE, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_WORKERS,
+	OPT_MAXCONN, OPT_MODE, OPT_VERSION, OPT_HELP,
+};
+
+static const struct optdef {
+	const char *name;
+	int id;
+	const char *arg; /* NULL: a flag */
+	const char *help;
+} optdefs[] = {
+	{ "config", OPT_CONFIG, "FILE", "read settings from FILE (modsignd.conf(5))" },
+	{ "check-config", OPT_CHECK, NULL, "validate the settings and exit" },
+	{ "listen", OPT_LISTEN, "ADDR", "unix:PATH or tls:HOST:PORT (repeatable; default unix:" OPTIONS_DEFAULT_SOCKET ")" },
+	{ "key", OPT_KEY, "NAME=SRC", "ephemeral[:ALG], a PEM file, or a pkcs11: URI (repeatable)" },
+	{ "allow", OPT_ALLOW, "RULE", "IDENTITY[=KEY,...]: uid:N gid:N user:NAME group:NAME cn:NAME (repeatable)" },
+	{ "cert", OPT_CERT, "NAME=PATH", "certificate for a token key that has none on the token" },
+	{ "pin-file", OPT_PIN_FILE, "FILE", "PKCS#11 PIN (mode 0600 or stricter)" },
+	{ "pkcs11-module", OPT_PKCS11_MODULE, "PATH", "PKCS#11 module (default: p11-kit proxy)" },
+	{ "audit-log", OPT_AUDIT_LOG, "FILE", "append a JSON line per request, synced before replying" },
+	{ "organization", OPT_ORG, "TEXT", "O= of generated certificates" },
+	{ "common-name", OPT_CN, "TEXT", "CN= of generated certificates" },
+	{ "email", OPT_EMAIL, "TEXT", "emailAddress= of generated certificates" },
+	{ "days", OPT_DAYS, "N", "validity of generated certificates (default 36500)" },
+	{ "genkey-template", OPT_TEMPLATE, "FILE", "certificate template (default: built-in x509.genkey.in)" },
+	{ "tls-cert", OPT_TLS_CERT, "FILE", "server certificate for tls: listeners" },
+	{ "tls-key", OPT_TLS_KEY, "FILE", "its private key" },
+	{ "tls-client-ca", OPT_TLS_CA, "FILE", "CA that client certificates must chain to" },
+	{ "workers", OPT_WORKERS, "N", "signing threads (default: number of CPUs)" },
+	{ "max-connections", OPT_MAXCONN, "N", "concurrent connections (default 256)" },
+	{ "socket-mode", OPT_MODE, "MODE", "mode of created socket files (default 0660)" },
+	{ "version", OPT_VERSION, NULL, "print the version" },
+	{ "help", OPT_HELP, NULL, "print this help" },
+};
+
+static void help(void)
+{
+	printf("Usage: modsignd [OPTIONS]\n"
+	       "Hold kernel module signing keys and sign module digests for authorised clients.\n\n");
+	for (size_t i = 0; i < ELEMENTSOF(optdefs); i++) {
+		char lhs[48];
+
+		snprintf(lhs, sizeof(lhs), "--%s%s%s", optdefs[i].name,
+			 optdefs[i].arg ? " " : "", optdefs[i].arg ?: "");
+		printf("  %-26s %s\n", lhs, optdefs[i].help);
+	}
+}
+
+static int push(const char **list, size_t *n, size_t max, const char *v)
+{
+	if (*n >= max)
+		return log_error_errno(-E2BIG, "too many values for a repeatable option");
+	list[(*n)++] = v;
+	return 0;
+}
+
+static int number(const char *name, const char *v, unsigned long max, unsigned *ret)
+{
+	unsigned long n;
+
+	if (parse_uint(v, max, &n) < 0 || n == 0)
+		return log_error_errno(-EINVAL, "%s: '%s' is not a number from 1 to %lu",
+				       name, v, max);
+	*ret = (unsigned)n;
+	return 0;
+}
+
+static int socket_mode(const char *v, mode_t *ret)
+{
+	char *end;
+	unsigned long mode = strtoul(v, &end, 8);
+
+	if (!*v || *end || mode > 0777)
+		return log_error_errno(-EINVAL, "socket-mode: '%s' is not an octal mode", v);
+	*ret = (mode_t)mode;
+	return 0;
+}
+
+/* Apply one setting; @v must live as long as @o. */
+static int apply(struct options *o, int id, const char *v)
+{
+	switch (id) {
+	case OPT_CONFIG: o->config = v; return 0;
+	case OPT_CHECK: o->check_config = true; return 0;
+	case OPT_LISTEN: return push(o->listen, &o->n_listen, OPTIONS_MAX_LIST, v);
+	case OPT_KEY: return push(o->keys, &o->n_keys, OPTIONS_MAX_LIST, v);
+	case OPT_ALLOW: return push(o->allow, &o->n_allow, POLICY_MAX_RULES, v);
+	case OPT_CERT: return push(o->certs, &o->n_certs, OPTIONS_MAX_LIST, v);
+	case OPT_PIN_FILE: o->pin_file = v; return 0;
+	case OPT_PKCS11_MODULE: o->pkcs11_module = v; return 0;
+	case OPT_AUDIT_LOG: o->audit_log = v; return 0;
+	case OPT_ORG: o->gen.organization = v; return 0;
+	case OPT_CN: o->gen.common_name = v; return 0;
+	case OPT_EMAIL: o->gen.email = v; return 0;
+	case OPT_TEMPLATE: o->gen.template_path = v; return 0;
+	case OPT_DAYS: return number("days", v, 36500 * 2, &o->gen.days);
+	case OPT_TLS_CERT: o->tls.cert = v; return 0;
+	case OPT_TLS_KEY: o->tls.key = v; return 0;
+	case OPT_TLS_CA: o->tls.client_ca = v; return 0;
+	case OPT_WORKERS: return number("workers", v, 256, &o->server.workers);
+	case OPT_MAXCONN: return number("max-connections", v, 65536, &o->server.max_conns);
+	case OPT_MODE: return socket_mode(v, &o->server.socket_mode);
+	}
+	return -EINVAL;
+}
+
+static const struct optdef *lookup(const char *name)
+{
+	for (size_t i = 0; i < ELEMENTSOF(optdefs); i++)
+		if (strcmp(optdefs[i].name, name) == 0)
+			return &optdefs[i];
+	return NULL;
+}
+
+struct conf_ctx {
+	struct options *o;
+	bool allow_only;
+};
+
+static int conf_setting(const char *key, const char *value, void *userdata)
+{
+	struct conf_ctx *ctx = userdata;
+	struct options *o = ctx->o;
+	const struct optdef *d = lookup(key);
+	char *copy;
+
+	if (!d || d->id == OPT_CONFIG || d->id == OPT_CHECK || d->id == OPT_HELP ||
+	    d->id == OPT_VERSION)
+		return log_error_errno(-ENOENT, "%s: unknown setting '%s'", o->config, key);
+	if (ctx->allow_only && d->id != OPT_ALLOW)
+		return 0;
+	if (d->arg && !*value)
+		return log_error_errno(-EINVAL, "%s: '%s' needs a value", o->config, key);
+	if (o->n_strings >= ELEMENTSOF(o->strings) || !(copy = strdup(value)))
+		return -ENOMEM;
+	o->strings[o->n_strings++] = copy;
+	return apply(o, d->id, copy);
+}
+
+static int read_config(struct options *o, bool allow_only)
+{
+	struct conf_ctx ctx = { .o = o, .allow_only = allow_only };
+	unsigned line;
+	int r;
+
+	r = conf_parse(o->config, conf_setting, &ctx, &line);
+	if (r == -EBADMSG)
+		return log_error_errno(r, "%s:%u: expected 'key = value'", o->config, line);
+	if (r < 0 && line == 0)
+		return log_error_errno(r, "%s: %m", o->config);
+	return r;
+}
+
+static void defaults(struct options *o)
+{
+	*o = (struct options){
+		.gen = { .organization = "", .common_name = "modsignd one-time key",
+			 .email = "", .days = 36500 },
+		.server = { .max_conns = SERVER_DEFAULT_MAX_CONNS, .socket_mode = 0660 },
+	};
+}
+
+/* The command line, in two passes: --config and --check-config first
+ * (the file is read before the other options apply), then the rest. */
+static int parse_cli(int argc, char **argv, struct options *o, bool early)
+{
+	struct option longopts[ELEMENTSOF(optdefs) + 1] = { 0 };
+	int c;
+
+	for (size_t i = 0; i < ELEMENTSOF(optdefs); i++)
+		longopts[i] = (struct option){ optdefs[i].name,
+					       optdefs[i].arg ? required_argument : no_argument,
+					       NULL, optdefs[i].id };
+	optind = 1;
+	opterr = !early;
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		if (c == '?') {
+			if (early)
+				continue;
+			return -EINVAL;
+		}
+		if (early != (c == OPT_CONFIG || c == OPT_CHECK))
+			continue;
+		if (c == OPT_HELP || c == OPT_VERSION) {
+			if (c == OPT_HELP)
+				help();
+			else
+				printf("modsignd %s\n", MODSIGN_VERSION);
+			return 1;
+		}
+		if (apply(o, c, optarg) < 0)
+			return -EINVAL;
+	}
+	if (!early && optind < argc)
+		return log_error_errno(-EINVAL, "unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
+int options_parse(int argc, char **argv, struct options *o)
+{
+	int r;
+
+	defaults(o);
+	r = parse_cli(argc, argv, o, true);
+	if (r != 0)
+		return r;
+	if (!o->config && o->check_config)
+		o->config = OPTIONS_DEFAULT_CONFIG;
+	if (o->config && (r = read_config(o, false)) < 0)
+		return r;
+	o->n_allow_conf = o->n_allow;
+	r = parse_cli(argc, argv, o, false);
+	if (r != 0)
+		return r;
+	if (o->n_keys == 0)
+		return log_error_errno(-EINVAL, "no keys: give at least one --key");
+	return 0;
+}
+
+static int add_rules(struct policy *p, const char *const *rules, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int r = policy_add(p, rules[i]);
+
+		if (r == -EINVAL)
+			return log_error_errno(r, "allow %s: expected IDENTITY[=KEY,...] with "
+						  "uid:N, gid:N, user:NAME, group:NAME or cn:NAME",
+					       rules[i]);
+		if (r < 0)
+			return log_error_errno(r, "allow %s: %m", rules[i]);
+	}
+	return 0;
+}
+
+int options_reload_allow(const struct options *o, struct policy *ret)
+{
+	struct options fresh;
+	int r = 0;
+
+	defaults(&fresh);
+	fresh.config = o->config;
+	if (fresh.config)
+		r = read_config(&fresh, true);
+	if (r >= 0)
+		r = add_rules(ret, fresh.allow, fresh.n_allow);
+	if (r >= 0)
+		r = add_rules(ret, o->allow + o->n_allow_conf, o->n_allow - o->n_allow_conf);
+	if (r >= 0 && ret->n == 0)
+		policy_default(ret);
+	options_free(&fresh);
+	return r;
+}
+
+void options_free(struct options *o)
+{
+	for (size_t i = 0; i < o->n_strings; i++)
+		free(o->strings[i]);
+	o->n_strings = 0;
+}

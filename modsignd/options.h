@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef MODSIGND_OPTIONS_H
+#define MODSIGND_OPTIONS_H
+
+/*
+ * modsignd's settings, from the command line and modsignd.conf(5).  One
+ * table names every option; the config file uses the same names, so every
+ * command-line option has a config key.  The file is read first, then the
+ * command line: repeatable options accumulate, single ones are overridden.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "certgen.h"
+#include "policy.h"
+#include "server.h"
+#include "tls.h"
+
+#define OPTIONS_DEFAULT_CONFIG "/etc/modsignd/modsignd.conf"
+#define OPTIONS_DEFAULT_SOCKET "/run/modsignd/modsignd.sock"
+#define OPTIONS_MAX_LIST 64
+
+struct options {
+	const char *config;       /* --config; NULL: none */
+	bool check_config;
+	const char *listen[OPTIONS_MAX_LIST]; /* none: systemd's sockets or the default */
+	size_t n_listen;
+	const char *keys[OPTIONS_MAX_LIST];
+	size_t n_keys;
+	const char *allow[POLICY_MAX_RULES];
+	size_t n_allow;
+	size_t n_allow_conf; /* the first n_allow_conf came from the file */
+	const char *certs[OPTIONS_MAX_LIST]; /* NAME=PATH for token keys */
+	size_t n_certs;
+	const char *pin_file;
+	const char *pkcs11_module;
+	const char *audit_log;
+	struct certgen_params gen;
+	struct tls_config tls;
+	struct server_config server;
+	/* strings read from the config file, owned here */
+	char *strings[1024];
+	size_t n_strings;
+};
+
+/*
+ * Fill @o from the config file named by --config (or, with --check-config
+ * and no --config, the default path) and the command line.  Returns 0, 1
+ * when --help or --version was handled, or a negative errno after logging
+ * a one-line error.
+ */
+int options_parse(int argc, char **argv, struct options *o);
+
+/* Re-read only the allow rules: config file, then command line. */
+int options_reload_allow(const struct options *o, struct policy *ret);
+
+void options_free(struct options *o);
+
+#endif
