@@ -13,7 +13,7 @@ B        := build
 SAN      ?=
 
 CC       ?= gcc
-PKGS     := libcrypto json-c
+PKGS     := libssl libcrypto json-c libsystemd libp11 p11-kit-1
 WARN     := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
             -Wvla -Wformat=2 -Wwrite-strings -Wno-format-nonliteral -Werror
 HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
