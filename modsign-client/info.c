@@ -18,6 +18,17 @@ static const char *str(json_object *o, const char *key)
 	return s ?: "?";
 }
 
+/* "health: ok", or "health: unavailable (why)"; nothing from an older daemon. */
+static void print_health(json_object *k)
+{
+	const char *h = NULL, *why = NULL;
+
+	if (proto_get_string(k, "health", PROTO_MAX_NAME, true, &h) < 0)
+		return;
+	proto_get_string(k, "health_error", PROTO_MAX_ERROR, true, &why);
+	printf("  health:  %s%s%s%s\n", h, why ? " (" : "", why ?: "", why ? ")" : "");
+}
+
 int cmd_status(const struct global *g, int argc, char **argv _unused_)
 {
 	_cleanup_(conn_closep) struct conn *c = NULL;
@@ -51,6 +62,7 @@ int cmd_status(const struct global *g, int argc, char **argv _unused_)
 		       str(k, "name"), def ? " (default)" : "", str(k, "algorithm"),
 		       str(k, "backend"), str(k, "subject"), str(k, "key_id"),
 		       str(k, "serial"));
+		print_health(k);
 	}
 	return 0;
 }
