@@ -15,9 +15,14 @@
 
 #define EXIT_USAGE 2
 
+#define CLIENT_SYSTEM_CONFIG "/etc/modsign/client.conf"
+
 struct global {
 	const char *servers[CONN_MAX_SERVERS];
 	size_t n_servers;
+	struct conn_tls tls;
+	char *strings[64]; /* values read from the config file or environment */
+	size_t n_strings;
 };
 
 void warn_msg(const char *fmt, ...) _printf_(1, 2);

@@ -21,12 +21,21 @@
 
 struct conn;
 
+/* Credentials for tls: servers: the CA that signed the server's
+ * certificate, and our own certificate and key for mutual TLS. */
+struct conn_tls {
+	const char *ca;
+	const char *cert;
+	const char *key;
+};
+
 /*
- * Connect to the first of @servers (unix:PATH) that accepts.  On failure
- * returns a negative errno and writes a one-line reason into @err.
+ * Connect to the first of @servers (unix:PATH or tls:HOST:PORT) that
+ * accepts; *@ret_index tells which.  On failure returns a negative errno
+ * and writes a one-line reason (for the last server tried) into @err.
  */
-int conn_open(const char *const *servers, size_t n, struct conn **ret,
-	      char *err, size_t err_size);
+int conn_open(const char *const *servers, size_t n, const struct conn_tls *tls,
+	      struct conn **ret, size_t *ret_index, char *err, size_t err_size);
 void conn_close(struct conn *c);
 static inline void conn_closep(struct conn **c)
 {
@@ -57,6 +66,9 @@ int conn_call(struct conn *c, json_object *req, json_object **ret,
 /* Text for an error of this connection: the daemon's own reason when it
  * hung up on us with one (policy, connection limit), else strerror. */
 const char *conn_strerror(const struct conn *c, int err);
+
+/* Remember why the daemon refused the connection (a reply with id 0). */
+void conn_note_refusal(struct conn *c, const char *why);
 
 /* The "error" member of a failed reply, or a generic text. */
 const char *reply_error(json_object *reply);

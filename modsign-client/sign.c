@@ -159,8 +159,8 @@ static size_t sign_items(struct conn *c, const struct sign_opts *o,
 		if (proto_get_uint(reply, "id", &id) < 0 || id == 0 || id > next ||
 		    !items[id - 1].sent || items[id - 1].done) {
 			/* id 0: the daemon refused the connection or the frame */
-			warn_msg("modsignd: %s", reply_error(reply));
-			r = -EPROTO;
+			conn_note_refusal(c, reply_error(reply));
+			r = -ECONNREFUSED;
 			break;
 		}
 		item_finish(o, &items[id - 1], reply);
@@ -169,7 +169,7 @@ static size_t sign_items(struct conn *c, const struct sign_opts *o,
 	for (size_t i = 0; i < n; i++) {
 		if (!items[i].done && r < 0)
 			warn_msg("%s: not signed: %s", items[i].path,
-				 r == -EPROTO ? "protocol error" : conn_strerror(c, r));
+				 conn_strerror(c, r));
 		if (!items[i].ok)
 			failed++;
 		modfile_close(&items[i].m);

@@ -505,8 +505,9 @@ static void conn_handshake(struct server *s, struct conn *c)
 	ret = SSL_accept(c->ssl);
 	if (ret == 1) {
 		handshake_done(s, c);
-		conn_update(s, c);
-		conn_readable(s, c); /* data may have come with the handshake */
+		/* Data may have come with the handshake; this also flushes a
+		 * refusal and may free @c, so it is the last use of it. */
+		conn_readable(s, c);
 		return;
 	}
 	if (tls_result(c, ret) == 0) {

@@ -18,7 +18,7 @@ DAEMON_PIDS=()
 cleanup() {
 	for p in "${DAEMON_PIDS[@]}"; do kill "$p" 2>/dev/null; done
 	wait 2>/dev/null
-	rm -rf "$T"
+	[ -n "${KEEP_T:-}" ] && echo "kept $T" >&2 || rm -rf "$T"
 }
 trap cleanup EXIT
 
