@@ -9,6 +9,9 @@ PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
 SBINDIR  ?= $(PREFIX)/sbin
 DATADIR  ?= $(PREFIX)/share/modsign
+MANDIR   ?= $(PREFIX)/share/man
+UNITDIR  ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 B        := build
 SAN      ?=
 
@@ -91,6 +94,15 @@ install: all
 	install -m 0755 $(B)/modsignd $(DESTDIR)$(SBINDIR)/modsignd
 	install -m 0755 $(B)/modsign-client $(DESTDIR)$(BINDIR)/modsign-client
 	install -m 0644 keygen/x509.genkey.in $(DESTDIR)$(DATADIR)/x509.genkey.in
+	install -m 0644 systemd/modsignd.conf.example $(DESTDIR)$(DATADIR)/modsignd.conf.example
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	install -m 0644 man/modsign-client.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 man/modsignd.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 man/modsignd.8 $(DESTDIR)$(MANDIR)/man8/
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR)
+	sed 's|/usr/sbin/modsignd|$(SBINDIR)/modsignd|' systemd/modsignd.service > $(DESTDIR)$(UNITDIR)/modsignd.service
+	install -m 0644 systemd/modsignd.socket systemd/modsignd-tls.socket $(DESTDIR)$(UNITDIR)/
+	install -m 0644 systemd/modsign.sysusers $(DESTDIR)$(SYSUSERSDIR)/modsign.conf
 
 format:
 	clang-format -i lib/*.[ch] modsignd/*.[ch] modsign-client/*.[ch] tests/unit/*.c
