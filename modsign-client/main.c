@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "conf.h"
 
 #include "client.h"
@@ -135,6 +137,19 @@ static void from_env(struct global *g)
 		g->servers[g->n_servers++] = v;
 }
 
+/*
+ * kbuild runs the client once per module, so its start-up counts.  Parsing
+ * openssl.cnf is a large part of it and only matters for TLS (the system's
+ * security level and cipher policy): skip it when every server is local.
+ */
+static void init_openssl(const struct global *g)
+{
+	for (size_t i = 0; i < g->n_servers; i++)
+		if (strncmp(g->servers[i], "unix:", 5) != 0)
+			return;
+	OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
+}
+
 static const char **global_slot(struct global *g, const char *opt)
 {
 	if (strcmp(opt, "--tls-ca") == 0)
@@ -184,6 +199,7 @@ static int parse_global(int argc, char **argv, struct global *g, int *ret_ind)
 		return r;
 	if (g->n_servers == 0)
 		g->servers[g->n_servers++] = CONN_DEFAULT_SERVER;
+	init_openssl(g);
 	*ret_ind = i;
 	return 0;
 }
