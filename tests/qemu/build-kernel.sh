@@ -72,14 +72,14 @@ prepare_tree()
 	done < "$repo/kernel-patches/series"
 
 	log "configuring"
-	make -C "$ksrc" -s tinyconfig
+	make -C "$ksrc" -s tinyconfig > "$top/config.log" 2>&1
 	cp "$here/kconfig.fragment" "$top/fragment.config"
 	cat >> "$top/fragment.config" <<-EOF
 	CONFIG_MODULE_SIG_KEY="certs/modsign_cert.pem"
 	CONFIG_SYSTEM_TRUSTED_KEYS="certs/modsign_trusted.pem"
 	EOF
 	(cd "$ksrc" && scripts/kconfig/merge_config.sh -m .config \
-		"$top/fragment.config" > /dev/null)
+		"$top/fragment.config" >> "$top/config.log" 2>&1)
 	make -C "$ksrc" -s olddefconfig
 	check_config
 }

@@ -18,9 +18,12 @@ while read -r name file modname rest; do
 	echo "MODTEST-BEGIN name=$name"
 	path=/modules/$file
 	case $file in
-	*.xz)
-		xz -dc "$path" > /tmp/module.ko ||
-			echo "MODTEST-NOTE name=$name unxz failed"
+	*.xz | *.gz)
+		case $file in
+		*.xz) xz -dc "$path" ;;
+		*) gunzip -c "$path" ;;
+		esac > /tmp/module.ko ||
+			echo "MODTEST-NOTE name=$name decompression failed"
 		path=/tmp/module.ko
 		;;
 	esac

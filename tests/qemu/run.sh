@@ -110,6 +110,7 @@ has_sig()
 {
 	case $1 in
 	*.xz) xz -dc "$1" ;;
+	*.gz) gzip -dc "$1" ;;
 	*) cat "$1" ;;
 	esac | tail -c 28 | cmp -s - <(printf '~Module signature appended~\n')
 }
@@ -193,13 +194,16 @@ default_is_sign_file()
 
 # The distribution flow: modules_install, strip (the signature goes with
 # the debug information), modules_sign.  XZ is the configured compression;
-# the .ko flavour overrides the option on the command line, which is all
-# CONFIG_MODULE_COMPRESS_NONE would change for scripts/Makefile.modinst.
+# the other flavours override the options on the command line, which is all
+# another CONFIG_MODULE_COMPRESS_* choice changes for scripts/Makefile.modinst.
 resign_flow()
 {
-	local flavour=$1 inst=$B/inst-$1 m over=
+	local flavour=$1 inst=$B/inst-$1 m u over=
 
-	[ "$flavour" = ko ] && over=CONFIG_MODULE_COMPRESS_XZ=
+	case $flavour in
+	ko) over="CONFIG_MODULE_COMPRESS_XZ=" ;;
+	gz) over="CONFIG_MODULE_COMPRESS_XZ= CONFIG_MODULE_COMPRESS_GZIP=y" ;;
+	esac
 	rm -rf "$inst"
 	kmake modules_install $over INSTALL_MOD_PATH="$inst" \
 		MODULE_SIGN_CMD="$MODSIGN_CLIENT sign-file" || {
@@ -207,15 +211,17 @@ resign_flow()
 		return
 	}
 	m=$(find_mod "$inst" test_module)
+	u=${m%.$flavour}
+	[ "$flavour" = ko ] && u=$m
+	case $m in
+	*.ko.$flavour | *.$flavour) ;;
+	*) fail "modules_sign-$flavour" "installed as $m"; return ;;
+	esac
 	case $flavour in
-	xz)
-		[ "${m%.xz}" != "$m" ] || { fail modules_sign-xz "$m not .xz"; return; }
-		xz -d "$m" && strip --strip-debug "${m%.xz}" &&
-			xz --check=crc32 --lzma2=dict=1MiB "${m%.xz}"
-		;;
-	ko)
-		strip --strip-debug "$m"
-		;;
+	xz) xz -d "$m" && strip --strip-debug "$u" &&
+		xz --check=crc32 --lzma2=dict=1MiB "$u" ;;
+	gz) gzip -d "$m" && strip --strip-debug "$u" && gzip -n "$u" ;;
+	ko) strip --strip-debug "$m" ;;
 	esac
 	if has_sig "$m"; then
 		fail "modules_sign-$flavour" "strip left the signature in place"
@@ -226,7 +232,10 @@ resign_flow()
 		fail "modules_sign-$flavour" "make modules_sign failed: $(grep -m2 -i 'error\|fail' "$B/make.log" | tr '\n' ' ')"
 		return
 	}
-	[ -f "$m" ] || { fail "modules_sign-$flavour" "$m gone after modules_sign"; return; }
+	if [ "$flavour" != ko ] && { [ ! -f "$m" ] || [ -e "$u" ]; }; then
+		fail "modules_sign-$flavour" "$m not recompressed by modules_sign"
+		return
+	fi
 	has_sig "$m" || { fail "modules_sign-$flavour" "$m not signed by modules_sign"; return; }
 	add_case "modules_sign-$flavour" "resign-$flavour.${m##*.}" test_module \
 		"load:Hello, world" "$m"
@@ -323,7 +332,7 @@ make_initramfs()
 		file /cases.txt $cases 0644 0 0
 		dir /modules 0755 0 0
 		EOF
-		for f in sh mount xz reboot poweroff sleep cat; do
+		for f in sh mount xz gunzip reboot poweroff sleep cat rm; do
 			echo "slink /bin/$f busybox 0777 0 0"
 		done
 		for f in "$B"/initrd/modules/*; do
@@ -421,6 +430,7 @@ main()
 	oneshot_install
 	resign_flow ko
 	resign_flow xz
+	resign_flow gz
 	extmod_cases
 
 	# "make distclean to get rid of the keys" becomes "stop the daemon".
