@@ -10,10 +10,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cert.h"
 #include "client.h"
 #include "modfile.h"
+#include "paths.h"
 #include "util.h"
 
 #define SIGN_WINDOW 32
@@ -136,13 +139,46 @@ static void item_finish(const struct sign_opts *o, struct item *it,
 	it->ok = r >= 0;
 }
 
+/* On a terminal, a status line: done/total, rate, time left. */
+struct progress {
+	bool on;
+	size_t total, done;
+	struct timespec start, last;
+};
+
+static double since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+static void progress_step(struct progress *p)
+{
+	double el, rate;
+
+	p->done++;
+	if (!p->on || (since(&p->last) < 0.1 && p->done < p->total))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &p->last);
+	el = since(&p->start);
+	rate = el > 0 ? (double)p->done / el : 0;
+	fprintf(stderr, "\r\033[Ksigned %zu/%zu  %.0f/s  %.0f s left", p->done, p->total,
+		rate, rate > 0 ? (double)(p->total - p->done) / rate : 0.0);
+	if (p->done == p->total)
+		fputc('\n', stderr);
+}
+
 /* Signs @items; returns the number that were not signed. */
 static size_t sign_items(struct conn *c, const struct sign_opts *o,
 			 struct item *items, size_t n)
 {
 	size_t next = 0, inflight = 0, failed = 0;
+	struct progress prog = { .on = n > 1 && isatty(STDERR_FILENO), .total = n };
 	int r = 0;
 
+	clock_gettime(CLOCK_MONOTONIC, &prog.start);
 	while (r >= 0 && (next < n || inflight > 0)) {
 		_cleanup_(json_object_putp) json_object *reply = NULL;
 		uint64_t id;
@@ -165,7 +201,10 @@ static size_t sign_items(struct conn *c, const struct sign_opts *o,
 		}
 		item_finish(o, &items[id - 1], reply);
 		inflight--;
+		progress_step(&prog);
 	}
+	if (prog.on && prog.done < prog.total)
+		fputc('\n', stderr); /* end the status line before the reasons */
 	for (size_t i = 0; i < n; i++) {
 		if (!items[i].done && r < 0)
 			warn_msg("%s: not signed: %s", items[i].path,
@@ -196,40 +235,74 @@ static const EVP_MD *hash_arg(const char *name)
 	return md;
 }
 
+static int collect(int argc, char **argv, const struct pathlist *trees, bool use_stdin,
+		   struct pathlist *ret)
+{
+	int r = 0;
+
+	for (int i = 0; i < argc && r >= 0; i++)
+		r = strcmp(argv[i], "-") == 0 ? pathlist_add_lines(ret, stdin) :
+						pathlist_add(ret, argv[i]);
+	for (size_t i = 0; i < trees->n && r >= 0; i++) {
+		r = pathlist_add_tree(ret, trees->v[i]);
+		if (r < 0)
+			warn_msg("%s: %s", trees->v[i], strerror(-r));
+	}
+	if (r >= 0 && use_stdin)
+		r = pathlist_add_lines(ret, stdin);
+	return r;
+}
+
 int cmd_sign(const struct global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "key", required_argument, NULL, 'k' },
 		{ "hash", required_argument, NULL, 'H' },
 		{ "keyid", no_argument, NULL, 'i' },
+		{ "recursive", required_argument, NULL, 'r' },
+		{ "stdin", no_argument, NULL, 's' },
 		{}
 	};
 	struct sign_opts o = { .md = digest_lookup(DIGEST_DEFAULT) };
+	struct pathlist trees = { 0 }, paths = { 0 };
 	_cleanup_(freep) struct item *items = NULL;
-	int c, n;
+	bool use_stdin = false;
+	int c, r = EXIT_USAGE;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+r:", opts, NULL)) != -1) {
 		if (c == 'k')
 			o.key = optarg;
 		else if (c == 'H' && !(o.md = hash_arg(optarg)))
-			return EXIT_USAGE;
+			goto out;
 		else if (c == 'i')
 			o.use_keyid = true;
+		else if (c == 'r' && pathlist_add(&trees, optarg) < 0)
+			goto out;
+		else if (c == 's')
+			use_stdin = true;
 		else if (c == '?')
-			return EXIT_USAGE;
+			goto out;
 	}
-	n = argc - optind;
-	if (n <= 0) {
+	if (collect(argc - optind, argv + optind, &trees, use_stdin, &paths) < 0) {
+		r = 1;
+		goto out;
+	}
+	if (paths.n == 0) {
 		warn_msg("sign: no modules given");
-		return EXIT_USAGE;
+		goto out;
 	}
-	items = calloc((size_t)n, sizeof(*items));
+	items = calloc(paths.n, sizeof(*items));
+	r = 1;
 	if (!items)
-		return 1;
-	for (int i = 0; i < n; i++)
-		items[i] = (struct item){ .path = argv[optind + i], .m.fd = -1 };
-	return run_sign(g, &o, items, (size_t)n);
+		goto out;
+	for (size_t i = 0; i < paths.n; i++)
+		items[i] = (struct item){ .path = paths.v[i], .m.fd = -1 };
+	r = run_sign(g, &o, items, paths.n);
+out:
+	pathlist_free(&trees);
+	pathlist_free(&paths);
+	return r;
 }
 
 /* sign-file's KEY argument: "modsign:NAME" names a daemon key; a path or

@@ -68,3 +68,30 @@ else
 	check "sigterm-client-exits-zero-when-all-signed" test "$crc" -eq 0
 fi
 check no-temp-files-left bash -c "! ls -a '$T/m' | grep -q modsign-"
+
+# ---- batch inputs and progress ------------------------------------------
+start_daemon "$T/sock2" --key default=ephemeral:rsa2048 || exit 1
+export MODSIGN_SERVER=unix:$T/sock2
+$C cert >"$T/rsa2.pem"
+mkdir -p "$T/tree/a/b" "$T/tree/c"
+for m in $(real_modules 12); do cp "$m" "$T/tree/a/b/"; done
+for m in $(real_modules 3); do cp "$m" "$T/tree/c/x-$(basename "$m")"; done
+echo "not a module" >"$T/tree/c/README"
+ln -s "$T/tree/c" "$T/tree/link"
+check recursive-signs-tree $C sign --recursive "$T/tree"
+check recursive-all-verify $C verify --cert "$T/rsa2.pem" $(find "$T/tree" -name '*.ko')
+check recursive-skips-other-files grep -q "not a module" "$T/tree/c/README"
+check recursive-does-not-follow-links test "$(grep -c '"module":"'"$T"'/tree/link' "$T/modsignd.log")" -eq 0
+$C strip $(find "$T/tree" -name '*.ko')
+find "$T/tree" -name '*.ko' | check stdin-signs-listed $C sign --stdin
+check stdin-all-verify $C verify --cert "$T/rsa2.pem" $(find "$T/tree" -name '*.ko')
+$C strip $(find "$T/tree" -name '*.ko')
+find "$T/tree/a" -name '*.ko' | check dash-reads-stdin $C sign -
+refute dash-left-others-unsigned $C verify --cert "$T/rsa2.pem" $(find "$T/tree/c" -name '*.ko')
+# Progress on a terminal, not on a pipe.
+$C strip $(find "$T/tree" -name '*.ko')
+script -qfec "$C sign -r '$T/tree'" /dev/null >"$T/tty.out" 2>&1
+check progress-on-terminal grep -q "signed 15/15" "$T/tty.out"
+$C strip $(find "$T/tree" -name '*.ko')
+$C sign -r "$T/tree" 2>"$T/pipe.err" | cat
+refute no-progress-on-pipe grep -q "signed" "$T/pipe.err"
