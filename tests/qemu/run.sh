@@ -282,6 +282,19 @@ extmod_cases()
 		add_case "$2" "$2.ko" modsign_test "reject:" "$ext/$2.ko"
 	done
 
+	# The hook must never sign with a key the kernel being built does not
+	# trust: sign-file mode refuses a daemon key whose certificate is not
+	# the <x509> argument (certs/signing_key.x509).
+	cp "$k" "$ext/foreign.ko"
+	if "$MODSIGN_CLIENT" sign-file sha256 modsign:other \
+		"$ksrc/certs/signing_key.x509" "$ext/foreign.ko" 2> "$B/sign.log"; then
+		fail sign-file-refuses-foreign-cert "signed with key 'other'"
+	elif has_sig "$ext/foreign.ko"; then
+		fail sign-file-refuses-foreign-cert "failed but left a signature"
+	else
+		pass sign-file-refuses-foreign-cert
+	fi
+
 	# The plain modsign-client sign (default key and hash) of an M= module.
 	cp "$k" "$ext/extmod-default.ko"
 	if "$MODSIGN_CLIENT" sign "$ext/extmod-default.ko" 2> "$B/sign.log"; then
