@@ -157,3 +157,8 @@ clean: fuzz-clean
 
 .PHONY: fuzz fuzz-build fuzz-clean sanitize
 -include $(shell find $(FUZZ_B)/obj -name '*.d' 2>/dev/null)
+
+# make bench: sign all of Debian's modules with sign-file and with modsign,
+# write docs/PERFORMANCE.md (tests/bench/run.sh; not part of make check).
+bench: all
+	tests/bench/run.sh

@@ -1,0 +1,630 @@
+#!/bin/bash
+# make bench: sign every module of Debian's linux-image package with the
+# kernel's scripts/sign-file and with modsign, side by side, and write the
+# tables to docs/PERFORMANCE.md.
+#
+#   tests/bench/run.sh
+#
+# Environment:
+#   BENCH_MODULES=N        sign only the first N modules (default: all)
+#   BENCH_PERPROC_MODULES=N  one-process-per-module runs over the first N only
+#                          (default: all; the rate is what is compared)
+#   BENCH_SWEEP_MODULES=N  modules in the concurrency sweep (default 1000)
+#   BENCH_OUT=FILE         where to write the report (default docs/PERFORMANCE.md)
+#   BENCH_NO_KBUILD=1      skip the kbuild view
+#
+# Every signing run is verified with modsign-client verify --cert; a
+# failure anywhere stops the bench with a non-zero exit and no report.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+B=$REPO/build
+CLIENT=$B/modsign-client
+MODSIGND=$B/modsignd
+SF=$B/fixtures/sign-file
+OUT=${BENCH_OUT:-$REPO/docs/PERFORMANCE.md}
+NMOD=${BENCH_MODULES:-0}
+SWEEP_N=${BENCH_SWEEP_MODULES:-1000}
+PERPROC_N=${BENCH_PERPROC_MODULES:-0}
+NPROC=$(nproc)
+SOFTHSM=/usr/lib/softhsm/libsofthsm2.so
+KDIR=$B/kernel/linux-source-6.1
+
+# Work on tmpfs when it has room: the runs then measure signing, not the disk.
+if [ -d /dev/shm ] && [ "$(df -Pk /dev/shm | awk 'NR==2 {print $4}')" -gt 3000000 ]; then
+	W=$(mktemp -d /dev/shm/modsign-bench.XXXXXX)
+else
+	mkdir -p "$B/bench" && W=$(mktemp -d "$B/bench/run.XXXXXX")
+fi
+PIDS=()
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	wait 2>/dev/null || true
+	[ -n "${BENCH_KEEP:-}" ] && echo "kept $W" >&2 || rm -rf "$W"
+}
+trap cleanup EXIT
+
+log() { echo "bench: $*" >&2; }
+die() { log "FAILED: $*"; exit 1; }
+now() { date +%s.%N; }
+calc() { awk "BEGIN { printf \"$1\", $2 }"; }  # FORMAT EXPRESSION
+
+# ---- material ---------------------------------------------------------------
+
+prepare_modules() {
+	"$REPO/tests/fixtures.sh"
+	[ -x "$SF" ] || die "no $SF"
+	(cd "$B/fixtures/modules" && find . -name '*.ko' | sort) >"$W/all.list"
+	if [ "$NMOD" -gt 0 ]; then head -n "$NMOD" "$W/all.list" >"$W/list"; else cp "$W/all.list" "$W/list"; fi
+	head -n "$SWEEP_N" "$W/list" >"$W/sweep.list"
+	if [ "$PERPROC_N" -gt 0 ]; then head -n "$PERPROC_N" "$W/list" >"$W/pp.list"; else cp "$W/list" "$W/pp.list"; fi
+	NPP=$(wc -l <"$W/pp.list")
+	mkdir "$W/stripped"
+	(cd "$B/fixtures/modules" && xargs -a "$W/list" cp --parents -t "$W/stripped")
+	(cd "$W/stripped" && xargs -a "$W/list" "$CLIENT" strip >/dev/null)
+	N=$(wc -l <"$W/list")
+	MB=$(du -sm "$W/stripped" | cut -f1)
+	log "$N modules, $MB MB, stripped, in $W"
+}
+
+# A PEM file with a private key and its certificate (as certs/signing_key.pem),
+# and the certificate alone in NAME.crt.
+make_key() { # NAME openssl-req-newkey-args...
+	local name=$1
+	shift
+	openssl req -new -nodes -utf8 -x509 -batch -days 30 -sha256 \
+		-subj "/O=modsign bench/CN=bench $name" \
+		-addext "basicConstraints=critical,CA:FALSE" -addext "keyUsage=digitalSignature" \
+		-addext "extendedKeyUsage=codeSigning" -addext "subjectKeyIdentifier=hash" \
+		-keyout "$W/$name.pem" -out "$W/$name.crt" "$@" 2>/dev/null || die "key $name"
+	cat "$W/$name.crt" >>"$W/$name.pem"
+	chmod 600 "$W/$name.pem"
+}
+
+# A SoftHSM2 token with an RSA-4096 key and a certificate made by it, as in
+# tests/integration/hsm.sh.  Sets HSM_KEY (a modsignd --key argument).
+make_hsm() {
+	HSM_KEY=
+	for t in softhsm2-util pkcs11-tool certtool; do command -v $t >/dev/null || return 0; done
+	[ -e "$SOFTHSM" ] || return 0
+	export SOFTHSM2_CONF=$W/softhsm2.conf
+	mkdir "$W/tokens"
+	printf 'directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n' \
+		"$W/tokens" >"$SOFTHSM2_CONF"
+	softhsm2-util --init-token --free --label bench --so-pin 0000 --pin 1234 >/dev/null || die softhsm
+	pkcs11-tool --module "$SOFTHSM" --token-label bench --login --pin 1234 \
+		--keypairgen --key-type rsa:4096 --label rsa --id 01 >/dev/null 2>&1 || die "token key"
+	printf 'cn = "bench hsm"\norganization = "modsign bench"\nexpiration_days = 30\nsigning_key\n' >"$W/hsm.tmpl"
+	GNUTLS_PIN=1234 certtool --generate-self-signed --hash sha256 --template "$W/hsm.tmpl" \
+		--load-privkey "pkcs11:token=bench;object=rsa;type=private" --outfile "$W/hsm.crt" \
+		>/dev/null 2>&1 || die "token certificate"
+	(umask 077 && echo 1234 >"$W/pin")
+	HSM_KEY="hsm=pkcs11:token=bench;object=rsa"
+}
+
+# CA, server and client certificates for TLS on loopback (as tests/integration/tls.sh).
+make_pki() {
+	local d=$W/pki
+	mkdir "$d"
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+		-subj "/CN=bench-ca" -keyout "$d/ca.key" -out "$d/ca.crt" 2>/dev/null || die pki
+	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$d/san.ext"
+	for n in server client; do
+		openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=bench-$n" \
+			-keyout "$d/$n.key" -out "$d/$n.csr" 2>/dev/null &&
+			openssl x509 -req -in "$d/$n.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+				-days 30 -out "$d/$n.crt" $([ $n = server ] && echo -extfile "$d/san.ext") 2>/dev/null ||
+			die "pki $n"
+	done
+}
+
+start_daemon() {
+	local args=(--listen "unix:$W/sock" --listen "tls:127.0.0.1:$PORT"
+		--tls-cert "$W/pki/server.crt" --tls-key "$W/pki/server.key" --tls-client-ca "$W/pki/ca.crt"
+		--allow uid:"$(id -u)" --allow cn:bench-client
+		--key rsa2048="$W/rsa2048.pem" --key rsa4096="$W/rsa4096.pem" --key p384="$W/p384.pem")
+	[ -n "$HSM_KEY" ] && args+=(--key "$HSM_KEY" --cert "hsm=$W/hsm.crt" --pin-file "$W/pin")
+	"$MODSIGND" "${args[@]}" 2>>"$W/modsignd.log" &
+	DPID=$!
+	PIDS+=($DPID)
+	for _ in $(seq 1 400); do
+		[ -S "$W/sock" ] && (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && return 0
+		kill -0 $DPID 2>/dev/null || break
+		sleep 0.05
+	done
+	cat "$W/modsignd.log" >&2
+	die "modsignd did not start"
+}
+
+# ---- one signing run -----------------------------------------------------------
+
+fresh() { # LIST: a stripped copy of the modules of LIST in $W/run
+	rm -rf "$W/run"
+	mkdir "$W/run"
+	(cd "$W/stripped" && xargs -a "$1" cp --parents -t "$W/run")
+}
+
+verify_run() { # CERT LIST WHAT
+	local files
+	mapfile -t files <"$2"
+	(cd "$W/run" && "$CLIENT" verify --cert "$1" "${files[@]}") >"$W/verify.log" 2>&1 ||
+		{ tail -n 5 "$W/verify.log" >&2; die "verification after $3"; }
+}
+
+# timed LIST CERT WHAT COMMAND...: run COMMAND in a fresh copy, verify, set SECS.
+timed() {
+	local list=$1 cert=$2 what=$3 s e
+	shift 3
+	fresh "$list"
+	s=$(now)
+	(cd "$W/run" && "$@") >"$W/cmd.log" 2>&1 || { tail -n 5 "$W/cmd.log" >&2; die "$what"; }
+	e=$(now)
+	SECS=$(calc %.3f "$e - $s")
+	verify_run "$cert" "$list" "$what"
+	log "$what: $(wc -l <"$list") modules in $SECS s"
+}
+
+run_signfile() { xargs -a "$W/pp.list" -P "$NPROC" -I{} "$SF" sha256 "$KEYPEM" "$CERT" {}; }
+run_perproc() { xargs -a "$W/pp.list" -P "$NPROC" -I{} "$CLIENT" sign-file sha256 "modsign:$KEY" "$CERT" {}; }
+run_batch() { # [LIST [CLIENT-GLOBAL-ARGS...]]
+	local list=${1:-$W/list} files
+	shift || true
+	mapfile -t files <"$list"
+	"$CLIENT" "$@" sign --key "$KEY" --hash sha256 "${files[@]}"
+}
+
+# ---- sections ------------------------------------------------------------------
+
+openssl_limits() {
+	log "openssl speed -seconds 3 -multi $NPROC"
+	openssl speed -seconds 3 -multi "$NPROC" rsa2048 rsa4096 ecdsap384 >"$W/speed.txt" 2>/dev/null
+	LIMIT_rsa2048=$(awk '/^rsa 2048 bits/ {print $(NF-1)}' "$W/speed.txt")
+	LIMIT_rsa4096=$(awk '/^rsa 4096 bits/ {print $(NF-1)}' "$W/speed.txt")
+	LIMIT_p384=$(awk '/ecdsa \(nistp384\)/ {print $(NF-1)}' "$W/speed.txt")
+	LIMIT_hsm=$LIMIT_rsa4096
+	for v in "$LIMIT_rsa2048" "$LIMIT_rsa4096" "$LIMIT_p384"; do
+		[ -n "$v" ] || { cat "$W/speed.txt" >&2; die "cannot read openssl speed"; }
+	done
+}
+
+declare -A RATE
+main_runs() { # KEY LABEL
+	KEY=$1
+	local label=$2 lim sf
+	KEYPEM=$W/$KEY.pem
+	CERT=$W/$KEY.crt
+	lim=LIMIT_$KEY
+	lim=${!lim}
+	if [ "$KEY" = hsm ]; then
+		# sign-file reaches a token only through OpenSSL's pkcs11 engine.
+		if [ -e "$(openssl version -e | sed 's/.*"\(.*\)"/\1/')/pkcs11.so" ]; then
+			KEYPEM="pkcs11:token=bench;object=rsa;pin-value=1234"
+			timed "$W/pp.list" "$CERT" "$label sign-file" run_signfile
+			RATE[$KEY.a]=$(calc %.1f "$NPP / $SECS")
+		else
+			RATE[$KEY.a]=
+		fi
+	else
+		timed "$W/pp.list" "$CERT" "$label sign-file" run_signfile
+		RATE[$KEY.a]=$(calc %.1f "$NPP / $SECS")
+		# RSA signatures are deterministic: modsign must make the same bytes.
+		[ "$KEY" != p384 ] && mv "$W/run" "$W/ref"
+	fi
+	timed "$W/pp.list" "$CERT" "$label modsign-client sign-file" run_perproc
+	RATE[$KEY.b]=$(calc %.1f "$NPP / $SECS")
+	timed "$W/list" "$CERT" "$label modsign-client sign (batch)" run_batch
+	RATE[$KEY.c]=$(calc %.1f "$N / $SECS")
+	if [ -d "$W/ref" ]; then
+		(cd "$W/ref" && xargs -a "$W/pp.list" sha256sum) >"$W/ref.sums"
+		(cd "$W/run" && sha256sum -c --quiet "$W/ref.sums") >/dev/null 2>&1 || die "$label: batch output differs from sign-file's"
+		RATE[$KEY.same]=yes
+		rm -rf "$W/ref"
+	fi
+	sf=${RATE[$KEY.a]:-${RATE[rsa4096.a]}}
+	{
+		local m r
+		for m in a b c; do
+			r=${RATE[$KEY.$m]}
+			[ -n "$r" ] || continue
+			case $m in
+			a) echo -n "| $label | sign-file, one process per module, $NPROC at once" ;;
+			b) echo -n "| $label | modsign-client sign-file, one process per module, $NPROC at once" ;;
+			c) echo -n "| $label | modsign-client sign, one batch" ;;
+			esac
+			echo " | $r | $(calc %.2fx "$r / $sf")$([ -z "${RATE[$KEY.a]}" ] && echo '*') | $(calc %.0f%% "100 * $r / $lim") | yes |"
+		done
+	} >>"$W/main.md"
+}
+
+sweep() { # KEY
+	KEY=$1
+	local k s e i files pids rc
+	for k in 1 2 4 8 32; do
+		fresh "$W/sweep.list"
+		rm -f "$W"/share.*
+		split -n "r/$k" -d -a 2 "$W/sweep.list" "$W/share."
+		s=$(now)
+		pids=()
+		for i in "$W"/share.*; do
+			(cd "$W/run" && run_batch "$i" >/dev/null 2>>"$W/cmd.log") &
+			pids+=($!)
+		done
+		rc=0
+		for i in "${pids[@]}"; do wait "$i" || rc=1; done
+		e=$(now)
+		[ $rc = 0 ] || die "sweep $KEY $k clients"
+		verify_run "$W/$KEY.crt" "$W/sweep.list" "sweep $KEY $k clients"
+		SWEEP[$KEY.$k]=$(calc %.1f "$SWEEP_COUNT / ($e - $s)")
+		log "sweep $KEY $k clients: ${SWEEP[$KEY.$k]}/s"
+	done
+}
+
+# The daemon's resident memory with 64 idle clients, each of which has had
+# one status round trip so that the daemon has accepted and checked it.
+rss_64() {
+	RSS_BEFORE=$(awk '/^VmRSS/ {print $2}' /proc/$DPID/status)
+	python3 - "$W/sock" 64 "$W/held" <<'PY' &
+import json, os, socket, struct, sys, time
+path, n, flag = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+conns = []
+for i in range(n):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(path)
+    msg = json.dumps({"v": 1, "id": i + 1, "op": "status"}).encode()
+    s.sendall(struct.pack(">I", len(msg)) + msg)
+    hdr = b""
+    while len(hdr) < 4:
+        hdr += s.recv(4 - len(hdr))
+    want, got = struct.unpack(">I", hdr)[0], b""
+    while len(got) < want:
+        got += s.recv(want - len(got))
+    assert json.loads(got)["ok"], got
+    conns.append(s)
+open(flag, "w").close()
+time.sleep(60)
+PY
+	local py=$!
+	PIDS+=($py)
+	for _ in $(seq 1 200); do [ -e "$W/held" ] && break; sleep 0.05; done
+	[ -e "$W/held" ] || die "64 clients did not connect"
+	sleep 0.5
+	RSS_64=$(awk '/^VmRSS/ {print $2}' /proc/$DPID/status)
+	RSS_FDS=$(ls /proc/$DPID/fd | wc -l)
+	kill $py
+	wait $py 2>/dev/null || true
+}
+
+tls_vs_unix() {
+	KEY=rsa2048
+	local tls=(--server "tls:localhost:$PORT" --tls-ca "$W/pki/ca.crt"
+		--tls-cert "$W/pki/client.crt" --tls-key "$W/pki/client.key")
+	timed "$W/list" "$W/rsa2048.crt" "RSA-2048 batch over UNIX" run_batch "$W/list" --server "unix:$W/sock"
+	UNIX_RATE=$(calc %.1f "$N / $SECS")
+	timed "$W/list" "$W/rsa2048.crt" "RSA-2048 batch over TLS" run_batch "$W/list" "${tls[@]}"
+	TLS_RATE=$(calc %.1f "$N / $SECS")
+}
+
+# make modules_install of the test kernel (tests/qemu/build-kernel.sh).  The
+# tree's certificate belongs to a one-time key that is gone, so both signing
+# commands are given through a small wrapper that puts this run's key and
+# certificate in place of the tree's; module compression is turned off.
+kbuild_view() {
+	KB_DONE=
+	if [ -n "${BENCH_NO_KBUILD:-}" ]; then KBUILD_NOTE="skipped (BENCH_NO_KBUILD)"; return; fi
+	if [ ! -f "$KDIR/vmlinux" ] || [ ! -s "$KDIR/modules.order" ]; then
+		KBUILD_NOTE="skipped: no built test kernel in build/kernel/ (tests/qemu/run.sh builds one)"
+		return
+	fi
+	KB_MODS=$(wc -l <"$KDIR/modules.order")
+	printf '#!/bin/sh\nexec %s sign-file "$1" modsign:rsa4096 %s "$4"\n' "$CLIENT" "$W/rsa4096.crt" >"$W/kb-modsign"
+	printf '#!/bin/sh\nexec %s "$1" %s %s "$4"\n' "$SF" "$W/rsa4096.pem" "$W/rsa4096.crt" >"$W/kb-signfile"
+	chmod +x "$W/kb-modsign" "$W/kb-signfile"
+	local how s e i reps=5 args
+	for how in modsign signfile off; do
+		args=(CONFIG_MODULE_COMPRESS_XZ= CONFIG_MODULE_COMPRESS_GZIP= CONFIG_MODULE_COMPRESS_ZSTD=)
+		case $how in
+		modsign) args+=(MODULE_SIGN_CMD="$W/kb-modsign") ;;
+		signfile) args+=(MODULE_SIGN_CMD="$W/kb-signfile") ;;
+		off) args+=(CONFIG_MODULE_SIG_ALL=) ;;
+		esac
+		s=$(now)
+		for i in $(seq 1 $reps); do
+			rm -rf "$W/kb"
+			make -C "$KDIR" -s modules_install INSTALL_MOD_PATH="$W/kb" "${args[@]}" \
+				>"$W/kb.log" 2>&1 || { tail -n 5 "$W/kb.log" >&2; die "modules_install ($how)"; }
+		done
+		e=$(now)
+		KBUILD[$how]=$(calc %.3f "($e - $s) / $reps")
+		mapfile -t kbmods < <(find "$W/kb" -name '*.ko')
+		[ "${#kbmods[@]}" -gt 0 ] || die "modules_install ($how) installed no module"
+		if [ $how = off ]; then
+			"$CLIENT" verify --cert "$W/rsa4096.crt" "${kbmods[@]}" >/dev/null 2>&1 &&
+				die "modules_install with signing off left signed modules"
+		else
+			"$CLIENT" verify --cert "$W/rsa4096.crt" "${kbmods[@]}" >/dev/null 2>&1 ||
+				die "modules_install ($how): modules do not verify"
+		fi
+		log "kbuild $how: ${KBUILD[$how]} s"
+	done
+	KB_DONE=yes
+}
+
+# Where one `modsign-client sign-file` of a mid-sized module spends its time.
+breakdown() {
+	local reps=100 mod i s e
+	mod=$(cd "$W/stripped" && xargs -a "$W/list" ls -l | sort -n -k5 | awk '{a[NR]=$NF} END {print a[int(NR/2)+1]}')
+	BD_MOD=$(basename "$mod")
+	BD_SIZE=$(stat -c %s "$W/stripped/$mod")
+	rm -rf "$W/bd" && mkdir "$W/bd"
+	for i in $(seq 1 $reps); do cp "$W/stripped/$mod" "$W/bd/c$i.ko"; cp "$W/stripped/$mod" "$W/bd/s$i.ko"; done
+	export MODSIGN_SERVER=unix:$W/sock
+	per() { calc %.2f "1000 * ($2 - $1) / $reps"; }
+	s=$(now); for i in $(seq 1 $reps); do "$CLIENT" --version >/dev/null; done; e=$(now)
+	BD_VERSION=$(per "$s" "$e")
+	s=$(now); for i in $(seq 1 $reps); do "$CLIENT" status >/dev/null; done; e=$(now)
+	BD_STATUS=$(per "$s" "$e")
+	s=$(now); for i in $(seq 1 $reps); do "$CLIENT" sign-file sha256 modsign:rsa4096 "$W/rsa4096.crt" "$W/bd/c$i.ko"; done; e=$(now)
+	BD_SIGN=$(per "$s" "$e")
+	s=$(now); for i in $(seq 1 $reps); do "$SF" sha256 "$W/rsa4096.pem" "$W/rsa4096.crt" "$W/bd/s$i.ko"; done; e=$(now)
+	BD_SF=$(per "$s" "$e")
+	s=$(now); for i in $(seq 1 $reps); do sha256sum "$W/stripped/$mod" >/dev/null; done; e=$(now)
+	BD_SHA=$(per "$s" "$e")
+	s=$(now); for i in $(seq 1 $reps); do /bin/true; done; e=$(now)
+	BD_TRUE=$(per "$s" "$e")
+	"$CLIENT" verify --cert "$W/rsa4096.crt" "$W"/bd/*.ko >/dev/null 2>&1 || die "breakdown: verification"
+
+	BD_CG=
+	command -v valgrind >/dev/null || return 0
+	cp "$W/stripped/$mod" "$W/bd/cg-c.ko"
+	cp "$W/stripped/$mod" "$W/bd/cg-s.ko"
+	cg() { # NAME COMMAND...: instructions, and the inclusive cost of some functions
+		local name=$1
+		shift
+		valgrind --tool=callgrind --callgrind-out-file="$W/cg.$name" "$@" >/dev/null 2>"$W/cg.$name.err" ||
+			die "callgrind $name"
+		CG[$name]=$(awk '/Collected :/ {print $NF}' "$W/cg.$name.err")
+		callgrind_annotate --inclusive=yes --threshold=100 "$W/cg.$name" 2>/dev/null >"$W/cg.$name.txt" || true
+	}
+	fn() { # NAME REGEX: summed inclusive Ir of the first matching line
+		awk -v re="$2" '$0 ~ re { gsub(",", "", $1); print $1; exit }' "$W/cg.$1.txt"
+	}
+	cg version "$CLIENT" --version
+	cg sign "$CLIENT" sign-file sha256 modsign:rsa4096 "$W/rsa4096.crt" "$W/bd/cg-c.ko"
+	cg signfile "$SF" sha256 "$W/rsa4096.pem" "$W/rsa4096.crt" "$W/bd/cg-s.ko"
+	local row n
+	for row in "${CG_ROWS[@]}"; do
+		for n in version sign signfile; do CGF[$n.${row%%|*}]=$(fn $n "${row#*|}"); done
+	done
+	BD_CG=yes
+}
+
+# Rows of the callgrind table: label|regex of the callgrind_annotate line.
+CG_ROWS=(
+	'dynamic loading and relocation (`_dl_start`)|:_dl_start \\['
+	'`main`|:main \\['
+	'`OPENSSL_init_crypto`|:OPENSSL_init_crypto \\['
+	'reading the certificate (`PEM_read_bio_X509`)|:PEM_read_bio_X509 \\['
+	'reading the private key (`PEM_read_bio_PrivateKey`)|:PEM_read_bio_PrivateKey \\['
+	'hashing the module (`SHA256_Update`)|:SHA256_Update \\['
+	'RSA private key operation|:(RSA_sign|rsa_ossl_private_encrypt|RSA_private_encrypt) \\['
+	'`OPENSSL_cleanup` at exit|:OPENSSL_cleanup \\['
+)
+
+# ---- the report -----------------------------------------------------------------
+
+met() { awk "BEGIN { exit !($1) }" && echo "**met**" || echo "**not met**"; }
+
+report() {
+	local cpu date commit f
+	cpu=$(lscpu | sed -n 's/^Model name: *//p' | head -n1)
+	date=$(date -u '+%Y-%m-%d %H:%M UTC')
+	commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')
+	f=$W/report.md
+	cat >"$f" <<EOF
+# Performance
+
+Written by \`make bench\` (\`tests/bench/run.sh\`); do not edit by hand, run
+it again. The bench is not part of \`make check\`.
+
+| | |
+|---|---|
+| date | $date |
+| CPU | $cpu, $NPROC CPUs (\`lscpu\`) |
+| kernel | $(uname -r) |
+| OpenSSL | $(openssl version | cut -d' ' -f1-2) |
+| modsign | commit $commit$(git -C "$REPO" diff --quiet HEAD -- lib modsign-client modsignd 2>/dev/null || echo ' with uncommitted changes in lib/, modsign-client/ or modsignd/') |
+| modules | $N of Debian's $(cat "$B/fixtures/modules.stamp"), $MB MB, signatures stripped with \`modsign-client strip\` |
+| load | other work on the machine during the run: see the note below |
+
+Every run signs the same stripped copies (on tmpfs) with sha256 and is then
+checked with \`modsign-client verify --cert\` over all files; any failure
+stops the bench. The RSA runs of sign-file and of the modsign batch are also
+compared byte for byte (RSA PKCS#1 v1.5 is deterministic). modsignd runs
+with its default workers (one per CPU) and the file keys below, the same key
+file for sign-file and for modsignd; the client talks to it over a UNIX
+socket unless said otherwise.
+
+## The limit: \`openssl speed -seconds 3 -multi $NPROC\`, this run
+
+| algorithm | signatures/s on all $NPROC CPUs |
+|---|---|
+| RSA-2048 | $LIMIT_rsa2048 |
+| RSA-4096 | $LIMIT_rsa4096 |
+| ECDSA P-384 | $LIMIT_p384 |
+
+## Signing all modules
+
+$([ "$NPP" != "$N" ] && echo "The one-process-per-module runs (sign-file and \`modsign-client sign-file\`) sign the first $NPP modules by path (\`BENCH_PERPROC_MODULES\`, to keep the bench within its time on a loaded machine); the batch signs all $N. The rates are compared.")
+
+| key | how | modules/s | vs sign-file | vs openssl speed | verified |
+|---|---|---|---|---|---|
+$(cat "$W/main.md")
+EOF
+	if [ -n "$HSM_KEY" ]; then
+		cat >>"$f" <<EOF
+
+SoftHSM2 (RSA-4096 key made on a SoftHSM2 token, reached through p11-kit as
+in \`tests/integration/hsm.sh\`): its limit column is OpenSSL's RSA-4096 rate,
+which SoftHSM2 uses underneath.$([ -z "${RATE[hsm.a]}" ] && echo ' sign-file can reach a token only through OpenSSL'"'"'s pkcs11 engine (`libengine-pkcs11-openssl`), which is not installed, so the ratios marked * are to sign-file with the RSA-4096 file key.')
+EOF
+	else
+		echo -e "\nSoftHSM2 is not installed: no token row." >>"$f"
+	fi
+	cat >>"$f" <<EOF
+
+## Concurrent clients
+
+$SWEEP_COUNT modules (the first $SWEEP_COUNT by path; a subset to keep the
+bench short), split round-robin between K clients, each one
+\`modsign-client sign\` batch over its share, all at once.
+
+| clients | RSA-2048 modules/s | RSA-4096 modules/s |
+|---|---|---|
+EOF
+	for k in 1 2 4 8 32; do echo "| $k | ${SWEEP[rsa2048.$k]} | ${SWEEP[rsa4096.$k]} |" >>"$f"; done
+	cat >>"$f" <<EOF
+
+## Daemon memory
+
+modsignd with the keys above (and the TLS listener), after all the runs:
+VmRSS $(calc %.1f "$RSS_BEFORE / 1024") MiB idle, $(calc %.1f "$RSS_64 / 1024") MiB with 64 idle
+clients connected (a Python process holding 64 UNIX connections, each after
+one \`status\` round trip; the daemon had $RSS_FDS open descriptors).
+
+## TLS on loopback
+
+RSA-2048 batch of all $N modules, one after the other in the same daemon:
+
+| transport | modules/s |
+|---|---|
+| UNIX socket | $UNIX_RATE |
+| mutual TLS on 127.0.0.1 | $TLS_RATE |
+| TLS / UNIX | $(calc %.0f%% "100 * $TLS_RATE / $UNIX_RATE") |
+
+## The kbuild view
+
+EOF
+	if [ -n "$KB_DONE" ]; then
+		cat >>"$f" <<EOF
+\`make modules_install\` of the test kernel of \`tests/qemu/build-kernel.sh\`
+(tinyconfig, $KB_MODS module(s) in \`modules.order\`), into a scratch
+\`INSTALL_MOD_PATH\`, mean of 5, RSA-4096, compression off on the command line.
+The tree's certificate belongs to a one-time key that is gone, so both
+signing commands go through a two-line \`sh\` wrapper that passes this run's
+certificate (and, for sign-file, key): \`MODULE_SIGN_CMD=wrapper\`
+(\`docs/KERNEL.md\`). With so few modules this measures kbuild's fixed cost
+plus one signing command per module, not throughput.
+
+| signing | seconds |
+|---|---|
+| modsign-client sign-file (MODULE_SIGN_CMD) | ${KBUILD[modsign]} |
+| scripts/sign-file | ${KBUILD[signfile]} |
+| off (CONFIG_MODULE_SIG_ALL=) | ${KBUILD[off]} |
+EOF
+	else
+		echo "$KBUILD_NOTE." >>"$f"
+	fi
+	cat >>"$f" <<EOF
+
+## One module, one process: where the time goes
+
+\`$BD_MOD\` ($BD_SIZE bytes, the median size), RSA-4096, mean wall time of
+100 runs one after the other (no parallelism). \`perf stat\` has no hardware
+counters on this virtual machine, so instruction counts are from
+\`valgrind --tool=callgrind\` (client process only: the daemon's signature
+is not in them).
+
+| step | ms |
+|---|---|
+| \`/bin/true\` (fork + exec of a trivial program, for scale) | $BD_TRUE |
+| \`modsign-client --version\` (exec, dynamic loading, libcrypto start-up) | $BD_VERSION |
+| \`modsign-client status\` (+ connect, one round trip, JSON) | $BD_STATUS |
+| \`modsign-client sign-file\` (+ read, hash, daemon's RSA-4096 signature, write, rename) | $BD_SIGN |
+| \`sha256sum\` of the module (hashing alone, plus its own exec) | $BD_SHA |
+| kernel \`sign-file\`, same module and key | $BD_SF |
+| RSA-4096 signature alone (1 / per-CPU \`openssl speed\` rate) | $(calc %.2f "1000 * $NPROC / $LIMIT_rsa4096") |
+
+Derived: exec and loading $(calc %.2f "$BD_VERSION") ms, connect and round
+trip $(calc %.2f "$BD_STATUS - $BD_VERSION") ms, the rest of the sign (read,
+hash, sign request, write) $(calc %.2f "$BD_SIGN - $BD_STATUS") ms, of which the
+daemon's signature is about $(calc %.2f "1000 * $NPROC / $LIMIT_rsa4096") ms.
+EOF
+	if [ -n "$BD_CG" ]; then
+		cat >>"$f" <<EOF
+
+| callgrind, instructions | \`modsign-client --version\` | \`modsign-client sign-file\` | kernel \`sign-file\` |
+|---|---|---|---|
+| total | ${CG[version]} | ${CG[sign]} | ${CG[signfile]} |
+EOF
+		local row
+		for row in "${CG_ROWS[@]}"; do
+			echo "| ${row%%|*} | ${CGF[version.${row%%|*}]:--} | ${CGF[sign.${row%%|*}]:--} | ${CGF[signfile.${row%%|*}]:--} |" >>"$f"
+		done
+		cat >>"$f" <<EOF
+
+(Inclusive costs from \`callgrind_annotate --inclusive=yes\`; "-" where the
+function is not on the path. Under valgrind OpenSSL sees fewer CPU features,
+so the SHA-256 and RSA counts are for its portable code.)
+EOF
+	fi
+	local r4b=${RATE[rsa4096.b]} r4a=${RATE[rsa4096.a]} r2b=${RATE[rsa2048.b]} r2a=${RATE[rsa2048.a]}
+	cat >>"$f" <<EOF
+
+## Targets (issue 6)
+
+| target | measured | |
+|---|---|---|
+| RSA-4096 batch ≥ 85% of \`openssl speed\` on all CPUs | $(calc %.0f%% "100 * ${RATE[rsa4096.c]} / $LIMIT_rsa4096") | $(met "${RATE[rsa4096.c]} >= 0.85 * $LIMIT_rsa4096") |
+| RSA-4096 per-module path ≥ 2x sign-file | $(calc %.2fx "$r4b / $r4a") | $(met "$r4b >= 2 * $r4a") |
+| RSA-2048 per-module path ≥ 3x sign-file | $(calc %.2fx "$r2b / $r2a") | $(met "$r2b >= 3 * $r2a") |
+| daemon RSS ≤ 32 MiB with 64 clients | $(calc %.1f "$RSS_64 / 1024") MiB | $(met "$RSS_64 <= 32768") |
+| TLS on loopback ≥ 80% of UNIX (batch) | $(calc %.0f%% "100 * $TLS_RATE / $UNIX_RATE") | $(met "$TLS_RATE >= 0.8 * $UNIX_RATE") |
+
+## Note on noise
+
+The machine is a $NPROC-CPU virtual machine. Load average at the start of
+the run: $LOAD_START; at the end: $(cut -d' ' -f1-3 /proc/loadavg). Other
+work (test suites, kernel builds) may have shared the CPUs, so compare the
+ratios within one run rather than the absolute rates between runs.
+EOF
+	mkdir -p "$(dirname "$OUT")"
+	cp "$f" "$OUT.tmp" && mv "$OUT.tmp" "$OUT"
+	log "wrote $OUT"
+}
+
+main() {
+	local s0
+	s0=$(now)
+	LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+	[ -x "$CLIENT" ] && [ -x "$MODSIGND" ] || die "build first (make all)"
+	PORT=$((20000 + RANDOM % 20000))
+	prepare_modules
+	make_key rsa2048 -newkey rsa:2048
+	make_key rsa4096 -newkey rsa:4096
+	make_key p384 -newkey ec -pkeyopt ec_paramgen_curve:secp384r1
+	make_hsm
+	make_pki
+	start_daemon
+	export MODSIGN_SERVER=unix:$W/sock
+	openssl_limits
+	: >"$W/main.md"
+	main_runs rsa2048 RSA-2048
+	main_runs rsa4096 RSA-4096
+	main_runs p384 "ECDSA P-384"
+	[ -n "$HSM_KEY" ] && main_runs hsm "SoftHSM2 RSA-4096"
+	declare -gA SWEEP
+	SWEEP_COUNT=$(wc -l <"$W/sweep.list")
+	sweep rsa2048
+	sweep rsa4096
+	tls_vs_unix
+	rss_64
+	declare -gA KBUILD
+	kbuild_view
+	declare -gA CG CGF
+	breakdown
+	report
+	log "done in $(calc %.0f "$(now) - $s0") s"
+}
+
+main "$@"
