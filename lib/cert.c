@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
-#include <fcntl.h>
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
@@ -8,7 +7,6 @@
 #include <openssl/x509v3.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cert.h"
 #include "util.h"
@@ -29,31 +27,20 @@ int cert_from_der(const uint8_t *der, size_t len, X509 **ret)
 
 int cert_load_file(const char *path, X509 **ret)
 {
-	_cleanup_(closep) int fd = -1;
-	_cleanup_(freep) uint8_t *buf = NULL;
-	struct stat st;
-	ssize_t n;
+	_cleanup_(freep) char *buf = NULL;
+	const uint8_t *p;
+	size_t n;
 	BIO *b;
 	X509 *x;
+	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if ((size_t)st.st_size > CERT_MAX_FILE)
-		return -EFBIG;
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		return -ENOMEM;
-	n = read_full(fd, buf, (size_t)st.st_size);
-	if (n < 0)
-		return (int)n;
+	r = read_file(path, CERT_MAX_FILE, 0, &buf, &n);
+	if (r < 0)
+		return r;
+	p = (const uint8_t *)buf;
 	/* sign-file's rule: 0x30 0x81..0x84 starts a DER certificate. */
-	if (n >= 2 && buf[0] == 0x30 && buf[1] >= 0x81 && buf[1] <= 0x84)
-		return cert_from_der(buf, (size_t)n, ret);
+	if (n >= 2 && p[0] == 0x30 && p[1] >= 0x81 && p[1] <= 0x84)
+		return cert_from_der(p, n, ret);
 	b = BIO_new_mem_buf(buf, (int)n);
 	if (!b)
 		return -ENOMEM;

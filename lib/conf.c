@@ -1,9 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "conf.h"
 #include "macro.h"
@@ -79,26 +77,13 @@ int conf_parse_buf(const char *buf, size_t len, conf_cb cb, void *userdata,
 
 int conf_parse(const char *path, conf_cb cb, void *userdata, unsigned *ret_line)
 {
-	_cleanup_(closep) int fd = -1;
 	_cleanup_(freep) char *buf = NULL;
-	struct stat st;
-	ssize_t n;
+	size_t len;
+	int r;
 
 	*ret_line = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if ((size_t)st.st_size > CONF_MAX_FILE)
-		return -EFBIG;
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		return -ENOMEM;
-	n = read_full(fd, buf, (size_t)st.st_size);
-	if (n < 0)
-		return (int)n;
-	return conf_parse_buf(buf, (size_t)n, cb, userdata, ret_line);
+	r = read_file(path, CONF_MAX_FILE, 0, &buf, &len);
+	if (r < 0)
+		return r;
+	return conf_parse_buf(buf, len, cb, userdata, ret_line);
 }

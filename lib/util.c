@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <limits.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -158,6 +160,53 @@ int write_full(int fd, const void *buf, size_t len)
 		}
 		done += (size_t)n;
 	}
+	return 0;
+}
+
+int buf_grow(uint8_t **buf, size_t *cap, size_t len, size_t max)
+{
+	size_t n = *cap ? *cap * 2 : 4096;
+	uint8_t *p;
+
+	if (len < *cap)
+		return 0;
+	if (*cap >= max)
+		return -ENOBUFS;
+	if (n > max)
+		n = max;
+	p = realloc(*buf, n);
+	if (!p)
+		return -ENOMEM;
+	*buf = p;
+	*cap = n;
+	return 0;
+}
+
+int read_file(const char *path, size_t max, int open_flags, char **ret, size_t *ret_len)
+{
+	_cleanup_(closep) int fd = -1;
+	_cleanup_(freep) char *buf = NULL;
+	struct stat st;
+	ssize_t n;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | open_flags);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((size_t)st.st_size > max)
+		return -EFBIG;
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return -ENOMEM;
+	n = read_full(fd, buf, (size_t)st.st_size);
+	if (n < 0)
+		return (int)n;
+	buf[n] = '\0';
+	*ret = TAKE_PTR(buf);
+	*ret_len = (size_t)n;
 	return 0;
 }
 

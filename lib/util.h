@@ -38,6 +38,20 @@ int base64_decode(const char *s, uint8_t **ret, size_t *ret_len);
 ssize_t read_full(int fd, void *buf, size_t len);
 int write_full(int fd, const void *buf, size_t len);
 
+/*
+ * Make room in a receive buffer holding @len bytes: when it is full, double
+ * *@cap (from 4096) up to @max.  Returns 0, -ENOBUFS when it is full at
+ * @max (a whole frame is waiting), -ENOMEM.
+ */
+int buf_grow(uint8_t **buf, size_t *cap, size_t len, size_t max);
+
+/*
+ * Read a whole regular file of at most @max bytes into a new NUL-terminated
+ * buffer.  @open_flags adds to O_RDONLY|O_CLOEXEC|O_NOCTTY (e.g. O_NOFOLLOW).
+ * Returns 0, -errno from open/read, -EINVAL (not a regular file) or -EFBIG.
+ */
+int read_file(const char *path, size_t max, int open_flags, char **ret, size_t *ret_len);
+
 /* Parse a decimal unsigned int with a maximum; -EINVAL / -ERANGE. */
 int parse_uint(const char *s, unsigned long max, unsigned long *ret);
 

@@ -328,26 +328,6 @@ int conn_send(struct conn *c, json_object *msg)
 	return 0;
 }
 
-static int conn_grow(struct conn *c)
-{
-	const size_t max = PROTO_HEADER_LEN + PROTO_MAX_FRAME;
-	size_t cap = c->in_cap ? c->in_cap * 2 : 8192;
-	uint8_t *p;
-
-	if (c->in_len < c->in_cap)
-		return 0;
-	if (cap > max)
-		cap = max;
-	if (cap <= c->in_len)
-		return -EMSGSIZE;
-	p = realloc(c->in, cap);
-	if (!p)
-		return -ENOMEM;
-	c->in = p;
-	c->in_cap = cap;
-	return 0;
-}
-
 int conn_recv(struct conn *c, json_object **ret)
 {
 	for (;;) {
@@ -360,9 +340,9 @@ int conn_recv(struct conn *c, json_object **ret)
 			c->in_len -= used;
 			return r > 0 ? 0 : r;
 		}
-		r = conn_grow(c);
+		r = buf_grow(&c->in, &c->in_cap, c->in_len, PROTO_HEADER_LEN + PROTO_MAX_FRAME);
 		if (r < 0)
-			return r;
+			return r == -ENOBUFS ? -EMSGSIZE : r;
 		n = xfer(c, c->in + c->in_len, c->in_cap - c->in_len, false);
 		if (n == -EINTR)
 			continue;

@@ -25,6 +25,7 @@
 #include "request.h"
 #include "server.h"
 #include "tls.h"
+#include "util.h"
 #include "workq.h"
 
 /* What an epoll event points at; the first member of each watched thing. */
@@ -405,27 +406,6 @@ static void conn_process(struct server *s, struct conn *c)
 	c->in_len -= off;
 }
 
-static int conn_grow_input(struct conn *c)
-{
-	const size_t max = PROTO_HEADER_LEN + PROTO_MAX_FRAME;
-	size_t cap;
-	uint8_t *p;
-
-	if (c->in_len < c->in_cap)
-		return 0;
-	if (c->in_cap >= max)
-		return -ENOBUFS; /* a whole frame is already buffered */
-	cap = c->in_cap ? c->in_cap * 2 : 4096;
-	if (cap > max)
-		cap = max;
-	p = realloc(c->in, cap);
-	if (!p)
-		return -ENOMEM;
-	c->in = p;
-	c->in_cap = cap;
-	return 0;
-}
-
 /* Read until the socket (and, for TLS, the record layer) is drained or
  * the buffer holds a whole frame we cannot take yet. */
 static int conn_fill(struct conn *c)
@@ -433,7 +413,9 @@ static int conn_fill(struct conn *c)
 	for (;;) {
 		ssize_t n;
 
-		if (conn_grow_input(c) < 0)
+		/* Full means a whole frame waits for the in-flight limit. */
+		if (buf_grow(&c->in, &c->in_cap, c->in_len,
+			     PROTO_HEADER_LEN + PROTO_MAX_FRAME) < 0)
 			return 0;
 		n = conn_recv(c, c->in + c->in_len, c->in_cap - c->in_len);
 		if (n == -ECONNRESET) {
