@@ -174,11 +174,12 @@ static int open_pkcs11(const struct keystore *ks, struct key *k, const char *uri
 int keystore_check_certs(const struct keystore *ks, const char **ret_name)
 {
 	for (size_t i = 0; i < ks->n_certs; i++) {
+		const char *eq = strchr(ks->certs[i], '=');
 		bool found = false;
 
-		for (size_t j = 0; j < ks->n && !found; j++)
+		for (size_t j = 0; j < ks->n && eq && !found; j++)
 			found = ks->keys[j]->backend == KEY_PKCS11 &&
-				cert_for(ks, ks->keys[j]->name) == strchr(ks->certs[i], '=') + 1;
+				cert_for(ks, ks->keys[j]->name) == eq + 1;
 		if (!found)
 			return (*ret_name = ks->certs[i]), -ENOENT;
 	}

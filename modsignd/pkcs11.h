@@ -34,7 +34,7 @@
 #endif
 
 struct pkcs11_options {
-	const char *module;   /* --pkcs11-module; NULL: the URI's or the default */
+	const char *module;   /* --pkcs11-module: unless the URI has module-path */
 	const char *pin_file; /* --pin-file; NULL: $CREDENTIALS_DIRECTORY/pkcs11-pin */
 };
 

@@ -244,7 +244,9 @@ chmod 400 "$T/creds/pkcs11-pin"
 startup_fails token-without-cert "give --cert" --key nc="$NC" --pin-file "$T/pin"
 startup_fails cert-not-matching "does not match" --key nc="$NC" --pin-file "$T/pin" \
 	--cert nc="$T/ec.pem"
-startup_fails bad-module "cannot load the PKCS#11 module" --key nc="$NC" --pin-file "$T/pin" \
+startup_fails bad-module "cannot load the PKCS#11 module" --key nc="$URI=nocert" \
+	--pin-file "$T/pin" --pkcs11-module "$T/nosuch.so"
+startup_fails module-path-before-option "give --cert" --key nc="$NC" --pin-file "$T/pin" \
 	--pkcs11-module "$T/nosuch.so"
 CREDENTIALS_DIRECTORY=$T/creds start_daemon "$T/sock3" --key nc="pkcs11:token=modsign;object=nocert" \
 	--cert nc="$T/nocert.pem" --pkcs11-module "$SOFTHSM" --allow uid:0 ||
