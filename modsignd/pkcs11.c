@@ -365,15 +365,20 @@ static PKCS11_KEY *find_key(struct pkcs11_key *pk, PKCS11_TOKEN *t, const char *
 	return found;
 }
 
-/* The certificate the URI names on the token, else the one with the key's id. */
+/*
+ * The certificate the URI names on the token (when it names an object),
+ * else the one with the key's id.
+ */
 static X509 *find_cert(struct pkcs11_key *pk, PKCS11_TOKEN *t, PKCS11_KEY *key)
 {
 	PKCS11_CERT *certs = NULL, *c = NULL;
+	bool named = p11_kit_uri_get_attribute(pk->uri, CKA_LABEL) ||
+		     p11_kit_uri_get_attribute(pk->uri, CKA_ID);
 	unsigned n = 0;
 
 	if (PKCS11_enumerate_certs(t, &certs, &n) < 0)
 		return NULL;
-	for (unsigned i = 0; i < n && !c; i++)
+	for (unsigned i = 0; i < n && named && !c; i++)
 		if (uri_match_object(pk->uri, certs[i].label, certs[i].id, certs[i].id_len))
 			c = &certs[i];
 	if (!c)

@@ -257,3 +257,13 @@ check cert-option-verifies $C verify --cert "$T/nocert.pem" "$T/nc.ko"
 refute cert-option-verify-tampered $C verify --cert "$T/ec.pem" "$T/nc.ko"
 check pkcs11-module-option-and-credential \
 	env MODSIGN_SERVER="unix:$T/sock3" $C status
+
+# A URI naming the key by CKA_ID alone; its certificate found by that id.
+start_daemon "$T/sock4" --key byid="pkcs11:token=modsign;id=%03;type=private" \
+	--pin-file "$T/pin" --allow uid:0 || fail uri-by-id-daemon "did not start"
+cp "$small" "$T/byid.ko"
+cp "$small" "$T/byid-file.ko"
+check uri-by-id-signs env MODSIGN_SERVER="unix:$T/sock4" $C sign "$T/byid.ko"
+$C sign --key file "$T/byid-file.ko"
+check uri-by-id-same-bytes cmp "$T/byid.ko" "$T/byid-file.ko"
+refute uri-by-id-other-key-differs cmp -s "$T/byid.ko" "$T/probe-rsa.ko"
