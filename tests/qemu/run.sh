@@ -309,11 +309,15 @@ extmod_cases()
 # left on disk: neither in the kernel tree nor where modules went.
 scan_private_keys()
 {
-	local found
+	local found pristine=$repo/build/kernel/pristine-private-keys.txt
 
+	[ -f "$pristine" ] || {
+		fail no-private-key-on-disk "$pristine missing"
+		return
+	}
 	found=$({
 		(cd "$ksrc" && grep -rlI -e '-----BEGIN [A-Z ]*PRIVATE KEY-----' . |
-			sort | comm -23 - "$repo/build/kernel/pristine-private-keys.txt")
+			sort | comm -23 - "$pristine")
 		grep -rlI -e '-----BEGIN [A-Z ]*PRIVATE KEY-----' "$B"
 	} 2> /dev/null)
 	if [ -n "$found" ]; then
