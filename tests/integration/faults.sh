@@ -1,0 +1,251 @@
+#!/bin/bash
+# Faults, each asserting that no module is lost or damaged: the client
+# SIGKILLed at random moments, the daemon SIGKILLed mid-batch, a full disk;
+# and the daemon against peers that stall, trickle or never read, the
+# connection limit, and SIGTERM with requests in flight.
+. "$(dirname "$0")/../lib.sh"
+C=$CLIENT
+
+mkdir "$T/orig"
+find "$FIX/modules" -name '*.ko' -size -40k | sort | head -n 300 | xargs cp -t "$T/orig"
+$C --server unix:/nonexistent strip "$T"/orig/*.ko # Debian's come signed
+
+# classify DIR CERT: every module in DIR is its original bytes or signed
+# by CERT (verified by the kernel's rules: the signature covers the body
+# the client hashed, so a changed body cannot pass); prints "signed
+# untouched damaged temps".
+classify() {
+	local dir=$1 cert=$2 u=0 d=0 f changed=()
+	for f in "$dir"/*.ko; do
+		if cmp -s "$f" "$T/orig/${f##*/}"; then u=$((u + 1)); else changed+=("$f"); fi
+	done
+	if [ ${#changed[@]} -gt 0 ] && ! $C verify --cert "$cert" "${changed[@]}" >/dev/null 2>&1; then
+		for f in "${changed[@]}"; do
+			$C verify --cert "$cert" "$f" >/dev/null 2>&1 || { d=$((d + 1)); echo "damaged: $f" >&2; }
+		done
+	fi
+	echo "$((${#changed[@]} - d)) $u $d $(find "$dir" -name '.*.modsign-*' | wc -l)"
+}
+
+fresh() { # DIR N: N original modules in a new DIR
+	rm -rf "$1" && mkdir "$1" && ls "$T"/orig/*.ko | head -n "$2" | xargs cp -t "$1"
+}
+
+# ---- the hostile peers start first: their timeouts run in the background
+start_daemon "$T/slow.sock" --key default=ephemeral:ecdsa-p256 || exit 1
+SLOW_PID=$DAEMON_PID
+python3 - "$T/slow.sock" >"$T/hostile.out" 2>&1 <<'PY' &
+import json, os, socket, struct, sys, time
+path = sys.argv[1]
+def frame(o):
+    b = json.dumps(o).encode(); return struct.pack(">I", len(b)) + b
+t0 = time.time()
+# a peer that stalls half-way through a request
+stall = socket.socket(socket.AF_UNIX); stall.connect(path)
+stall.sendall(struct.pack(">I", 200) + b'{"v":1,"id":1,')
+# a peer that sends one byte every 2 s and never finishes (slowloris)
+trickle = socket.socket(socket.AF_UNIX); trickle.connect(path)
+trickle.sendall(struct.pack(">I", 60000))
+# a peer that sends sign requests and never reads a reply
+deaf = socket.socket(socket.AF_UNIX); deaf.connect(path); deaf.setblocking(False)
+req = b"".join(frame({"v": 1, "id": i + 1, "op": "sign", "hash": "sha256",
+                      "digest": "%064x" % i, "module": "deaf/%d.ko" % i}) for i in range(20000))
+sent = 0
+while time.time() - t0 < 4 and sent < len(req):
+    try: sent += deaf.send(req[sent:sent + 65536])
+    except BlockingIOError: time.sleep(0.05)
+print("deaf-sent", sent, "of", len(req))
+open(sys.argv[1] + ".ready", "w").close()
+import select
+res = {}
+deaf_poll = select.poll(); deaf_poll.register(deaf, select.POLLHUP | 0x2000)  # POLLRDHUP: not read
+while time.time() - t0 < 50 and len(res) < 3:
+    try:
+        stall.settimeout(0.5)
+        if "stall" not in res and stall.recv(1 << 16) == b"": res["stall"] = time.time() - t0
+    except socket.timeout: pass
+    except OSError: res.setdefault("stall", time.time() - t0)
+    if "trickle" not in res:
+        try: trickle.send(b" ")
+        except OSError: res["trickle"] = time.time() - t0
+    if "deaf" not in res and deaf_poll.poll(0): res["deaf"] = time.time() - t0
+    time.sleep(1)
+for k in ("stall", "trickle", "deaf"):
+    print(k, "%.1f" % res[k] if k in res else "never")
+PY
+HOSTILE=$!
+for _ in $(seq 1 100); do [ -e "$T/slow.sock.ready" ] && break; sleep 0.1; done
+rss() { awk '/^VmRSS:/{print $2}' "/proc/$1/status"; }
+rss_hostile=$(rss $SLOW_PID)
+mkdir "$T/served"
+cp "$T/orig/$(ls "$T/orig" | head -n1)" "$T/served/"
+t=$(date +%s.%N)
+check "slow-peers-others-still-served" $C --server "unix:$T/slow.sock" sign "$T"/served/*.ko
+lat=$(echo "$(date +%s.%N) - $t" | bc)
+check "slow-peers-others-served-quickly (${lat:0:5} s)" test "$(echo "$lat < 5" | bc)" -eq 1
+
+# ---- the client SIGKILLed at random moments of a batch, 20 times ---------
+start_daemon "$T/sock" --key default=ephemeral:ecdsa-p256 || exit 1
+$C --server "unix:$T/sock" cert >"$T/cert.pem"
+export MODSIGN_SERVER=unix:$T/sock
+tot_s=0 tot_u=0 tot_d=0 tot_t=0
+for i in $(seq 1 20); do
+	fresh "$T/k" 120
+	$C sign "$T"/k/*.ko 2>/dev/null &
+	cpid=$!
+	sleep "0.$(printf '%03d' $((RANDOM % 150)))"
+	kill -KILL $cpid 2>/dev/null
+	wait $cpid 2>/dev/null
+	read -r s u d tmp < <(classify "$T/k" "$T/cert.pem")
+	tot_s=$((tot_s + s)) tot_u=$((tot_u + u)) tot_d=$((tot_d + d)) tot_t=$((tot_t + tmp))
+done
+check "client-killed-20-times-no-module-damaged ($tot_s signed, $tot_u untouched)" test "$tot_d" -eq 0
+check "client-killed-some-kills-landed-mid-batch" test "$tot_s" -gt 0 -a "$tot_u" -gt 0
+check "client-killed-no-temporary-file-left ($tot_t)" test "$tot_t" -eq 0
+# Twin: the oracle sees a half-written module and a leftover temporary.
+fresh "$T/k" 3
+m=$(ls "$T"/k/*.ko | head -n1)
+head -c 5000 "$T/orig/${m##*/}" >"$m"
+: >"$T/k/.x.ko.modsign-0000abcd"
+read -r s u d tmp < <(classify "$T/k" "$T/cert.pem" 2>/dev/null)
+check "classify-notices-truncated-module-and-temp-file" test "$d" -eq 1 -a "$tmp" -eq 1
+
+# ---- the daemon SIGKILLed mid-batch --------------------------------------
+start_daemon "$T/kill.sock" --key default=ephemeral:rsa2048 || exit 1
+KPID=$DAEMON_PID
+$C --server "unix:$T/kill.sock" cert >"$T/kcert.pem"
+fresh "$T/d" 300
+audits() { grep -cE 'audit: .*(result="ok"|"result":"ok")' "$T/modsignd.log"; }
+base=$(audits)
+$C --server "unix:$T/kill.sock" sign "$T"/d/*.ko 2>"$T/dkill.err" &
+cpid=$!
+for _ in $(seq 1 500); do [ "$(audits)" -gt "$base" ] && break; sleep 0.01; done
+kill -KILL $KPID
+wait $cpid
+crc=$?
+read -r s u d tmp < <(classify "$T/d" "$T/kcert.pem")
+check "daemon-killed-no-module-damaged ($s signed, $u untouched)" test "$d" -eq 0 -a "$u" -gt 0
+check "daemon-killed-client-exits-nonzero (exit $crc)" test "$crc" -ne 0
+missing=0
+for f in "$T"/d/*.ko; do
+	cmp -s "$f" "$T/orig/${f##*/}" && ! grep -qF "$f: not signed" "$T/dkill.err" && missing=$((missing + 1))
+done
+check "daemon-killed-client-names-every-unsigned-module ($u named)" test "$missing" -eq 0
+check "daemon-killed-no-temporary-file-left" test "$tmp" -eq 0
+# Twin: a module the client did sign is not in its "not signed" list.
+signed_one=$(for f in "$T"/d/*.ko; do cmp -s "$f" "$T/orig/${f##*/}" || { echo "$f"; break; }; done)
+refute daemon-killed-signed-module-not-named grep -qF "$signed_one: not signed" "$T/dkill.err"
+# The socket file left by SIGKILL does not stop a new daemon.
+start_daemon "$T/kill.sock" --key default=ephemeral:ecdsa-p256 &&
+	check daemon-restarts-over-stale-socket $C --server "unix:$T/kill.sock" status
+
+# ---- a full disk ---------------------------------------------------------
+if mkdir "$T/full" && mount -t tmpfs -o size=2m tmpfs "$T/full" 2>/dev/null; then
+	ls "$T"/orig/*.ko | head -n 10 | xargs cp -t "$T/full"
+	dd if=/dev/zero of="$T/full/filler" bs=4k 2>/dev/null
+	sha256sum "$T"/full/*.ko >"$T/full.sums"
+	refute disk-full-sign-fails $C sign "$T"/full/*.ko
+	cp "$T/last.out" "$T/full.err"
+	check disk-full-says-why-for-each test "$(grep -c "No space left" "$T/full.err")" -eq 10
+	check disk-full-originals-intact sha256sum --quiet -c "$T/full.sums"
+	check disk-full-no-temporary-file test "$(find "$T/full" -name '.*.modsign-*' | wc -l)" -eq 0
+	# Twin: with room again, the same command signs them all.
+	rm "$T/full/filler"
+	check disk-room-again-signs $C sign "$T"/full/*.ko
+	check disk-room-again-verifies $C verify --cert "$T/cert.pem" "$T"/full/*.ko
+	umount "$T/full"
+else
+	echo "SKIP disk-full (cannot mount tmpfs here)"
+fi
+
+# ---- the connection limit -------------------------------------------------
+start_daemon "$T/lim.sock" --key default=ephemeral:ecdsa-p256 --max-connections 4 || exit 1
+python3 - "$T/lim.sock" "$T/lim.fifo" >"$T/lim.out" 2>&1 <<'PY' &
+import json, os, socket, struct, sys, time
+socks = []
+for i in range(4):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+    b = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
+    s.sendall(struct.pack(">I", len(b)) + b); s.recv(65536)  # accepted and served
+    socks.append(s)
+open(sys.argv[2], "w").close()
+while not os.path.exists(sys.argv[2] + ".release"): time.sleep(0.05)
+socks.pop().close()
+open(sys.argv[2] + ".released", "w").close()
+while not os.path.exists(sys.argv[2] + ".done"): time.sleep(0.05)
+PY
+LIMPY=$!
+for _ in $(seq 1 100); do [ -e "$T/lim.fifo" ] && break; sleep 0.05; done
+refute connection-limit-refuses-fifth $C --server "unix:$T/lim.sock" status
+cp "$T/last.out" "$T/lim.err"
+check connection-limit-clean-message grep -q "too many connections" "$T/lim.err"
+check connection-limit-one-line test "$(wc -l <"$T/lim.err")" -eq 1
+touch "$T/lim.fifo.release"
+for _ in $(seq 1 100); do [ -e "$T/lim.fifo.released" ] && break; sleep 0.05; done
+sleep 0.3
+check connection-limit-admits-when-one-leaves $C --server "unix:$T/lim.sock" status
+touch "$T/lim.fifo.done"
+wait $LIMPY
+
+# ---- SIGTERM with 64 requests in flight -----------------------------------
+# term_test SIGNAL: 64 requests on one connection; once the first reply is
+# back, SIGNAL.  Writes "ok=N errors=N eof=0|1" to $T/term.SIGNAL.
+term_test() {
+	start_daemon "$T/term.sock" --key default=ephemeral:rsa3072 --workers 2 || return 1
+	python3 - "$T/term.sock" "$DAEMON_PID" "$1" >"$T/term.$1" <<'PY'
+import json, os, signal, socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(20)
+def frame(o):
+    b = json.dumps(o).encode(); return struct.pack(">I", len(b)) + b
+s.sendall(b"".join(frame({"v": 1, "id": i + 1, "op": "sign", "hash": "sha256",
+                          "digest": "%064x" % i, "module": "t%d" % i}) for i in range(64)))
+buf, ok, err, first, eof = b"", 0, 0, True, 0
+while True:
+    try: c = s.recv(65536)
+    except OSError: break
+    if not c: eof = 1; break
+    buf += c
+    while len(buf) >= 4 and len(buf) >= 4 + struct.unpack(">I", buf[:4])[0]:
+        n = struct.unpack(">I", buf[:4])[0]; r = json.loads(buf[4:4 + n]); buf = buf[4 + n:]
+        if r.get("ok"): ok += 1
+        else: err += 1
+        if first:
+            os.kill(int(sys.argv[2]), getattr(signal, sys.argv[3])); first = False
+print("ok=%d errors=%d eof=%d" % (ok, err, eof))
+PY
+}
+term_test SIGTERM
+res=$(cat "$T/term.SIGTERM")
+wait "$DAEMON_PID"
+drc=$?
+check "sigterm-all-64-in-flight-answered ($res)" test "${res%% *}" = ok=64
+check "sigterm-no-error-replies" bash -c "echo '$res' | grep -q 'errors=0 eof=1'"
+check "sigterm-daemon-exits-0 (exit $drc)" test "$drc" -eq 0
+check sigterm-daemon-logs-clean-stop bash -c "tail -n 3 '$T/modsignd.log' | grep -q 'one-time keys destroyed'"
+# Twin: SIGKILL in the same place loses the requests in flight.
+term_test SIGKILL
+res=$(cat "$T/term.SIGKILL")
+wait "$DAEMON_PID" 2>/dev/null
+check "sigkill-twin-loses-in-flight ($res)" test "${res%% *}" != ok=64
+
+# ---- the hostile peers' outcome ------------------------------------------
+rss_now=$(rss $SLOW_PID)
+wait $HOSTILE
+grep -q Traceback "$T/hostile.out" && fail hostile-peer-script "$(tail -n 3 "$T/hostile.out" | tr '\n' ' ')"
+stall=$(awk '$1=="stall"{print $2}' "$T/hostile.out")
+deaf=$(awk '$1=="deaf"{print $2}' "$T/hostile.out")
+trickle=$(awk '$1=="trickle"{print $2}' "$T/hostile.out")
+check "stalled-peer-disconnected-in-bounded-time (${stall} s)" \
+	bash -c "[ '$stall' != never ] && [ \$(echo '$stall < 40' | bc) = 1 ]"
+check "deaf-peer-disconnected-in-bounded-time (${deaf} s; $(grep deaf-sent "$T/hostile.out"))" \
+	bash -c "[ '$deaf' != never ] && [ \$(echo '$deaf < 45' | bc) = 1 ]"
+check "hostile-peers-daemon-memory-bounded (${rss_hostile} -> ${rss_now} KiB)" \
+	test "$rss_now" -lt $((rss_hostile + 8192))
+# A peer that trickles a byte every 1.5 s resets the I/O timeout each time:
+# known gap in modsignd/server.c (no deadline for a whole request).
+if [ "$trickle" != never ] && [ "$(echo "$trickle < 45" | bc)" = 1 ]; then
+	pass "trickling-peer-disconnected-in-bounded-time (${trickle} s)"
+else
+	echo "XFAIL trickling-peer-disconnected-in-bounded-time: still connected after 50 s (server.c: last_io_ms reset by every byte)"
+fi
+check hostile-daemon-still-serves $C --server "unix:$T/slow.sock" status
