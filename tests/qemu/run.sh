@@ -17,6 +17,8 @@
 #   MODSIGN_QEMU_NO_MAKE=1    do not run "make" at the top of the repo
 #   KBUILD_JOBS               parallel kernel build jobs (default 2)
 #   QEMU_TIMEOUT              seconds the guest may run (default 180)
+#   SOFTHSM                   SoftHSM2's PKCS#11 module for the token set-up
+#                             (default /usr/lib/softhsm/libsofthsm2.so)
 
 set -uo pipefail
 
@@ -32,6 +34,7 @@ export MODSIGN_SERVER=unix:$SOCK
 npass=0
 nfail=0
 daemon_pid=
+hsm_ok=
 
 log() { echo "qemu-test: $*" >&2; }
 pass() { echo "PASS $1"; npass=$((npass + 1)); }
@@ -53,7 +56,8 @@ install_deps()
 {
 	local pkgs="linux-source qemu-system-x86 busybox-static bc flex bison
 		libelf-dev libssl-dev cpio xz-utils kmod gcc make libc6-dev
-		binutils openssl patch pkg-config" p missing=
+		binutils openssl patch pkg-config softhsm2 opensc gnutls-bin
+		p11-kit-modules" p missing=
 
 	for p in $pkgs; do
 		dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null |
@@ -74,16 +78,19 @@ install_deps()
 
 start_daemon()
 {
-	local i
+	local i hsm_args=()
 
+	[ -z "$hsm_ok" ] || hsm_args=(--key "hsm=$HSM_URI" --pin-file "$HSM/pin")
 	rm -rf "$B/run"
 	mkdir -p "$B/run"
 	chmod 700 "$B/run"
-	# The one-shot keys: they exist only in this daemon's memory.
+	# The one-shot keys: they exist only in this daemon's memory.  The
+	# HSM key stays on the token; the daemon reads the PIN from a file.
 	"$MODSIGND" --listen "unix:$SOCK" \
 		--key default=ephemeral:rsa3072 \
 		--key ecdsa=ephemeral:ecdsa-p384 \
 		--key other=ephemeral:rsa2048 \
+		"${hsm_args[@]}" \
 		--allow "uid:$(id -u)" 2> "$B/modsignd.log" &
 	daemon_pid=$!
 	for i in $(seq 100); do
@@ -328,6 +335,144 @@ scan_private_keys()
 }
 
 # ---------------------------------------------------------------------------
+# The HSM distribution flow
+
+HSM=$B/hsm
+HSM_LABEL=modsign-qemu
+HSM_CN="modsign qemu hsm rsa4096"
+HSM_URI="pkcs11:token=$HSM_LABEL;object=hsm"
+SOFTHSM=${SOFTHSM:-/usr/lib/softhsm/libsofthsm2.so}
+
+# A fresh SoftHSM2 token under build/qemu/hsm/ for every run, with an
+# RSA-4096 key generated on it and a self-signed certificate made by that
+# key (certtool through p11-kit) stored next to it, as docs/HSM.md brings up
+# a real HSM.  The PIN is random and goes to the daemon only in a 0600 file.
+hsm_setup()
+{
+	local pin p11="pkcs11-tool --module $SOFTHSM --token-label $HSM_LABEL --login"
+
+	rm -rf "$HSM"
+	mkdir -p "$HSM/tokens"
+	chmod 700 "$HSM"
+	export SOFTHSM2_CONF=$HSM/softhsm2.conf
+	printf 'directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n' \
+		"$HSM/tokens" > "$SOFTHSM2_CONF"
+	pin=$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')
+	(umask 077 && echo "$pin" > "$HSM/pin")
+	printf 'cn = "%s"\norganization = "modsign qemu test"\nexpiration_days = 3650\nsigning_key\nserial = %d\n' \
+		"$HSM_CN" "$RANDOM" > "$HSM/cert.tmpl"
+	{
+		softhsm2-util --init-token --free --label "$HSM_LABEL" \
+			--so-pin "so-$pin" --pin "$pin" &&
+		$p11 --pin "$pin" --keypairgen --key-type rsa:4096 --label hsm --id 4b &&
+		GNUTLS_PIN=$pin certtool --generate-self-signed --hash sha256 \
+			--template "$HSM/cert.tmpl" --outfile "$HSM/cert.pem" \
+			--load-privkey "$HSM_URI;type=private" &&
+		openssl x509 -in "$HSM/cert.pem" -outform der -out "$HSM/cert.der" &&
+		$p11 --pin "$pin" --write-object "$HSM/cert.der" --type cert \
+			--label hsm --id 4b
+	} > "$HSM/setup.log" 2>&1
+}
+
+# The PIN reaches the daemon only through --pin-file: never its argv, its
+# environment or its log.
+hsm_pin_private()
+{
+	local pin
+
+	pin=$(cat "$HSM/pin")
+	if [ "$(stat -c %a "$HSM/pin")" != 600 ]; then
+		fail hsm-pin-file "$HSM/pin is mode $(stat -c %a "$HSM/pin")"
+	elif tr '\0' '\n' < "/proc/$daemon_pid/cmdline" | grep -qF "$pin" ||
+		tr '\0' '\n' < "/proc/$daemon_pid/environ" | grep -qF "$pin"; then
+		fail hsm-pin-file "the PIN is in the daemon's argv or environment"
+	elif grep -qF "$pin" "$B/modsignd.log"; then
+		fail hsm-pin-file "the PIN is in the daemon's log"
+	else
+		pass hsm-pin-file
+	fi
+}
+
+# has_section FILE NAME: FILE has an ELF section whose name starts with NAME.
+# (Not "readelf | grep -q": with pipefail, readelf's SIGPIPE fails it.)
+has_section()
+{
+	local sections
+
+	sections=$(readelf -SW "$1") && grep -qF " $2" <<< "$sections"
+}
+
+# What a distribution's package build does: install, split the debug
+# information out of each module (objcopy --only-keep-debug, strip
+# --strip-debug; the signature goes too), then make modules_sign with the
+# key in the HSM.  The kernel was configured with the one-shot key's
+# certificate (certs/signing_key.x509); the HSM certificate is one of its
+# CONFIG_SYSTEM_TRUSTED_KEYS, so sign-with-key.sh hands modsign-client
+# sign-file "modsign:hsm" and the HSM certificate in place of the
+# configured key and certificate.  Plain .ko: the flows above cover the
+# compressed ones.
+hsm_flow()
+{
+	local inst=$B/inst-hsm m dbg twin=$B/hsm-stripped-twin.ko sum signer
+
+	rm -rf "$inst" "$twin"
+	kmake modules_install CONFIG_MODULE_COMPRESS_XZ= INSTALL_MOD_PATH="$inst" \
+		MODULE_SIGN_CMD="$MODSIGN_CLIENT sign-file" || {
+		fail hsm-modules_sign "modules_install failed: $(tail -n 3 "$B/make.log")"
+		return
+	}
+	m=$(find_mod "$inst" test_module)
+	case $m in
+	*.ko) ;;
+	*) fail hsm-modules_sign "installed as '$m'"; return ;;
+	esac
+	if ! has_section "$m" .debug_info; then
+		fail hsm-strip-debug "$m has no debug information to strip"
+		return
+	fi
+	# In a tree of their own, as a -dbg package has them:
+	# /usr/lib/debug/lib/modules/VERSION/.../MODULE.ko.debug
+	dbg=$inst/usr/lib/debug/${m#$inst/}.debug
+	mkdir -p "${dbg%/*}"
+	sum=$(sha256sum < "$m")
+	objcopy --only-keep-debug "$m" "$dbg" && strip --strip-debug "$m" || {
+		fail hsm-strip-debug "objcopy or strip failed"
+		return
+	}
+	if [ "$(sha256sum < "$m")" = "$sum" ]; then
+		fail hsm-strip-debug "strip did not change $m"
+	elif has_section "$m" .debug_; then
+		fail hsm-strip-debug "$m still has debug sections"
+	elif ! has_section "$dbg" .debug_info; then
+		fail hsm-strip-debug "$dbg has no debug information"
+	elif has_sig "$m"; then
+		fail hsm-strip-debug "strip left the signature in place"
+	else
+		pass hsm-strip-debug
+	fi
+	cp "$m" "$twin"
+
+	kmake modules_sign CONFIG_MODULE_COMPRESS_XZ= INSTALL_MOD_PATH="$inst" \
+		MODULE_SIGN_CMD="$here/sign-with-key.sh $MODSIGN_CLIENT hsm $HSM/cert.pem" || {
+		fail hsm-modules_sign "make modules_sign failed: $(grep -m2 -i 'error\|fail\|refuse' "$B/make.log" | tr '\n' ' ')"
+		return
+	}
+	has_sig "$m" || { fail hsm-modules_sign "$m not signed by modules_sign"; return; }
+	pass hsm-modules_sign
+	signer=$(modinfo -F signer "$m" 2> /dev/null)
+	if [ "$signer" = "$HSM_CN" ] &&
+		[ "$(modinfo -F sig_hashalgo "$m")" = sha256 ]; then
+		pass hsm-modinfo-signer
+	else
+		fail hsm-modinfo-signer "modinfo says signer '$signer', not '$HSM_CN'"
+	fi
+	add_case hsm-resigned-stripped hsm-resigned.ko test_module \
+		"load:Hello, world" "$m"
+	add_case hsm-stripped-not-resigned hsm-stripped-twin.ko test_module \
+		"reject:Loading of unsigned module is rejected" "$twin"
+}
+
+# ---------------------------------------------------------------------------
 # The guest
 
 make_initramfs()
@@ -428,16 +573,48 @@ main()
 	[ -x "$MODSIGND" ] && [ -x "$MODSIGN_CLIENT" ] ||
 		abort setup "$MODSIGND or $MODSIGN_CLIENT missing"
 
-	start_daemon || abort modsignd-start "daemon did not answer, see $B/modsignd.log"
+	if hsm_setup; then
+		hsm_ok=1
+		pass hsm-token
+	else
+		fail hsm-token "cannot make the SoftHSM2 token, see $HSM/setup.log"
+	fi
+	if ! start_daemon; then
+		[ -n "$hsm_ok" ] ||
+			abort modsignd-start "daemon did not answer, see $B/modsignd.log"
+		# Keep the rest of the matrix: start again without the HSM key.
+		fail hsm-daemon "modsignd did not start with the HSM key: $(tail -n 2 "$B/modsignd.log" | tr '\n' ' ')"
+		stop_daemon
+		hsm_ok=
+		start_daemon ||
+			abort modsignd-start "daemon did not answer, see $B/modsignd.log"
+	fi
 	"$MODSIGN_CLIENT" cert > "$B/cert.pem" &&
 		"$MODSIGN_CLIENT" cert --key ecdsa > "$B/trusted.pem" &&
 		grep -q 'BEGIN CERTIFICATE' "$B/cert.pem" ||
 		abort modsign-client-cert "cannot get the certificates"
+	# The HSM key's certificate, as the daemon serves it from the token,
+	# joins the trusted certificates the kernel embeds.
+	if [ -n "$hsm_ok" ]; then
+		hsm_pin_private
+		if "$MODSIGN_CLIENT" cert --key hsm > "$B/hsm-cert.pem" 2> "$B/sign.log" &&
+			cmp -s <(openssl x509 -in "$B/hsm-cert.pem" -outform der) "$HSM/cert.der"; then
+			cat "$B/hsm-cert.pem" >> "$B/trusted.pem"
+		else
+			fail hsm-cert "the daemon does not serve the token's certificate: $(head -c 200 "$B/sign.log")"
+			hsm_ok=
+		fi
+	fi
 
 	t1=$(date +%s)
 	"$here/build-kernel.sh" "$B/cert.pem" "$B/trusted.pem" ||
 		abort kernel-build "see $repo/build/kernel/build.log"
 	log "kernel ready in $(($(date +%s) - t1))s"
+	# The in-tree test module gets debug information (CONFIG_DEBUG_INFO is
+	# off in this kernel) so that stripping it is what a package build
+	# does.  Only lib/test_module.o is recompiled.
+	kmake modules CFLAGS_test_module.o=-g ||
+		abort test-module-debug "make modules with -g failed: $(tail -n 3 "$B/make.log")"
 
 	rm -rf "$B/initrd" "$cases"
 	mkdir -p "$B/initrd/modules"
@@ -449,6 +626,7 @@ main()
 	resign_flow xz
 	resign_flow gz
 	extmod_cases
+	[ -z "$hsm_ok" ] || hsm_flow
 
 	# "make distclean to get rid of the keys" becomes "stop the daemon".
 	stop_daemon
