@@ -19,8 +19,8 @@ set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 B=$REPO/build
-CLIENT=$B/modsign-client
-MODSIGND=$B/modsignd
+BUILT_CLIENT=$B/modsign-client
+BUILT_MODSIGND=$B/modsignd
 SF=$B/fixtures/sign-file
 OUT=${BENCH_OUT:-$REPO/docs/PERFORMANCE.md}
 NMOD=${BENCH_MODULES:-0}
@@ -45,10 +45,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# Run copies of the programs, so that a rebuild during the bench changes
+# nothing under it.
+[ -x "$BUILT_CLIENT" ] && [ -x "$BUILT_MODSIGND" ] || { echo "bench: build first (make all)" >&2; exit 1; }
+mkdir "$W/bin"
+cp "$BUILT_CLIENT" "$BUILT_MODSIGND" "$W/bin/"
+CLIENT=$W/bin/modsign-client
+MODSIGND=$W/bin/modsignd
+
 log() { echo "bench: $*" >&2; }
 die() { log "FAILED: $*"; exit 1; }
 now() { date +%s.%N; }
-calc() { awk "BEGIN { printf \"$1\", $2 }"; }  # FORMAT EXPRESSION
+calc() { awk "BEGIN { printf \"$1\", ($2) }"; }  # FORMAT EXPRESSION
 
 # ---- material ---------------------------------------------------------------
 
@@ -176,16 +184,28 @@ run_batch() { # [LIST [CLIENT-GLOBAL-ARGS...]]
 
 # ---- sections ------------------------------------------------------------------
 
+# openssl speed's signatures per second on all CPUs.  Other work on the
+# machine can only lower it, so each algorithm is measured at the start of
+# the run and again just before its batch, and the higher of the two is the
+# limit.
+speed_of() { # rsa2048|rsa4096|ecdsap384
+	openssl speed -seconds 3 -multi "$NPROC" "$1" 2>/dev/null >"$W/speed.$1.txt" || true
+	awk '/^rsa [0-9]+ bits|ecdsa \(nistp384\)/ {print $(NF-1)}' "$W/speed.$1.txt"
+}
+declare -A SPEED0 SPEED1 LIMIT
 openssl_limits() {
+	local a
 	log "openssl speed -seconds 3 -multi $NPROC"
-	openssl speed -seconds 3 -multi "$NPROC" rsa2048 rsa4096 ecdsap384 >"$W/speed.txt" 2>/dev/null
-	LIMIT_rsa2048=$(awk '/^rsa 2048 bits/ {print $(NF-1)}' "$W/speed.txt")
-	LIMIT_rsa4096=$(awk '/^rsa 4096 bits/ {print $(NF-1)}' "$W/speed.txt")
-	LIMIT_p384=$(awk '/ecdsa \(nistp384\)/ {print $(NF-1)}' "$W/speed.txt")
-	LIMIT_hsm=$LIMIT_rsa4096
-	for v in "$LIMIT_rsa2048" "$LIMIT_rsa4096" "$LIMIT_p384"; do
-		[ -n "$v" ] || { cat "$W/speed.txt" >&2; die "cannot read openssl speed"; }
+	for a in rsa2048 rsa4096 ecdsap384; do
+		SPEED0[$a]=$(speed_of $a)
+		[ -n "${SPEED0[$a]}" ] || { cat "$W/speed.$a.txt" >&2; die "cannot read openssl speed $a"; }
 	done
+}
+limit_again() { # KEY: measure its algorithm again, set LIMIT[KEY] to the higher
+	local a
+	case $1 in rsa2048) a=rsa2048 ;; p384) a=ecdsap384 ;; *) a=rsa4096 ;; esac
+	[ -n "${SPEED1[$a]:-}" ] || SPEED1[$a]=$(speed_of $a)
+	LIMIT[$1]=$(calc %.1f "${SPEED1[$a]:-0} > ${SPEED0[$a]} ? ${SPEED1[$a]:-0} : ${SPEED0[$a]}")
 }
 
 declare -A RATE
@@ -194,8 +214,6 @@ main_runs() { # KEY LABEL
 	local label=$2 lim sf
 	KEYPEM=$W/$KEY.pem
 	CERT=$W/$KEY.crt
-	lim=LIMIT_$KEY
-	lim=${!lim}
 	if [ "$KEY" = hsm ]; then
 		# sign-file reaches a token only through OpenSSL's pkcs11 engine.
 		if [ -e "$(openssl version -e | sed 's/.*"\(.*\)"/\1/')/pkcs11.so" ]; then
@@ -213,6 +231,8 @@ main_runs() { # KEY LABEL
 	fi
 	timed "$W/pp.list" "$CERT" "$label modsign-client sign-file" run_perproc
 	RATE[$KEY.b]=$(calc %.1f "$NPP / $SECS")
+	limit_again "$KEY"
+	lim=${LIMIT[$KEY]}
 	timed "$W/list" "$CERT" "$label modsign-client sign (batch)" run_batch
 	RATE[$KEY.c]=$(calc %.1f "$N / $SECS")
 	if [ -d "$W/ref" ]; then
@@ -312,6 +332,13 @@ tls_vs_unix() {
 kbuild_view() {
 	KB_DONE=
 	if [ -n "${BENCH_NO_KBUILD:-}" ]; then KBUILD_NOTE="skipped (BENCH_NO_KBUILD)"; return; fi
+	# tests/qemu/run.sh relinks vmlinux with new certificates on every run:
+	# give a build in progress some time to finish.
+	for _ in $(seq 1 90); do
+		[ -f "$KDIR/vmlinux" ] && [ -s "$KDIR/modules.order" ] && break
+		[ -d "$KDIR" ] || break
+		sleep 2
+	done
 	if [ ! -f "$KDIR/vmlinux" ] || [ ! -s "$KDIR/modules.order" ]; then
 		KBUILD_NOTE="skipped: no built test kernel in build/kernel/ (tests/qemu/run.sh builds one)"
 		return
@@ -447,11 +474,15 @@ socket unless said otherwise.
 
 ## The limit: \`openssl speed -seconds 3 -multi $NPROC\`, this run
 
-| algorithm | signatures/s on all $NPROC CPUs |
-|---|---|
-| RSA-2048 | $LIMIT_rsa2048 |
-| RSA-4096 | $LIMIT_rsa4096 |
-| ECDSA P-384 | $LIMIT_p384 |
+Measured at the start of the run and again just before the batch of that
+algorithm; other work on the machine can only lower the rate, so the higher
+of the two is the limit the tables compare with.
+
+| algorithm | at the start | before the batch | limit, signatures/s on all $NPROC CPUs |
+|---|---|---|---|
+| RSA-2048 | ${SPEED0[rsa2048]} | ${SPEED1[rsa2048]} | ${LIMIT[rsa2048]} |
+| RSA-4096 | ${SPEED0[rsa4096]} | ${SPEED1[rsa4096]} | ${LIMIT[rsa4096]} |
+| ECDSA P-384 | ${SPEED0[ecdsap384]} | ${SPEED1[ecdsap384]} | ${LIMIT[p384]} |
 
 ## Signing all modules
 
@@ -543,12 +574,12 @@ is not in them).
 | \`modsign-client sign-file\` (+ read, hash, daemon's RSA-4096 signature, write, rename) | $BD_SIGN |
 | \`sha256sum\` of the module (hashing alone, plus its own exec) | $BD_SHA |
 | kernel \`sign-file\`, same module and key | $BD_SF |
-| RSA-4096 signature alone (1 / per-CPU \`openssl speed\` rate) | $(calc %.2f "1000 * $NPROC / $LIMIT_rsa4096") |
+| RSA-4096 signature alone (1 / per-CPU \`openssl speed\` rate) | $(calc %.2f "1000 * $NPROC / ${LIMIT[rsa4096]}") |
 
 Derived: exec and loading $(calc %.2f "$BD_VERSION") ms, connect and round
 trip $(calc %.2f "$BD_STATUS - $BD_VERSION") ms, the rest of the sign (read,
 hash, sign request, write) $(calc %.2f "$BD_SIGN - $BD_STATUS") ms, of which the
-daemon's signature is about $(calc %.2f "1000 * $NPROC / $LIMIT_rsa4096") ms.
+daemon's signature is about $(calc %.2f "1000 * $NPROC / ${LIMIT[rsa4096]}") ms.
 EOF
 	if [ -n "$BD_CG" ]; then
 		cat >>"$f" <<EOF
@@ -575,7 +606,7 @@ EOF
 
 | target | measured | |
 |---|---|---|
-| RSA-4096 batch ≥ 85% of \`openssl speed\` on all CPUs | $(calc %.0f%% "100 * ${RATE[rsa4096.c]} / $LIMIT_rsa4096") | $(met "${RATE[rsa4096.c]} >= 0.85 * $LIMIT_rsa4096") |
+| RSA-4096 batch ≥ 85% of \`openssl speed\` on all CPUs | $(calc %.0f%% "100 * ${RATE[rsa4096.c]} / ${LIMIT[rsa4096]}") | $(awk "BEGIN { exit !(${RATE[rsa4096.c]} > ${LIMIT[rsa4096]}) }" && echo "**undetermined**: the batch beat the measured limit, so \`openssl speed\` lost CPU to other work; not a valid limit in this run" || met "${RATE[rsa4096.c]} >= 0.85 * ${LIMIT[rsa4096]}") |
 | RSA-4096 per-module path ≥ 2x sign-file | $(calc %.2fx "$r4b / $r4a") | $(met "$r4b >= 2 * $r4a") |
 | RSA-2048 per-module path ≥ 3x sign-file | $(calc %.2fx "$r2b / $r2a") | $(met "$r2b >= 3 * $r2a") |
 | daemon RSS ≤ 32 MiB with 64 clients | $(calc %.1f "$RSS_64 / 1024") MiB | $(met "$RSS_64 <= 32768") |
@@ -597,7 +628,6 @@ main() {
 	local s0
 	s0=$(now)
 	LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
-	[ -x "$CLIENT" ] && [ -x "$MODSIGND" ] || die "build first (make all)"
 	PORT=$((20000 + RANDOM % 20000))
 	prepare_modules
 	make_key rsa2048 -newkey rsa:2048
