@@ -24,6 +24,8 @@ int proto_frame_take(const uint8_t *buf, size_t len, json_object **ret,
 	tok = json_tokener_new_ex(16); /* our messages are two levels deep */
 	if (!tok)
 		return -ENOMEM;
+	/* JSON as RFC 8259 has it: no NaN, no single quotes, no lax numbers. */
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
 	obj = json_tokener_parse_ex(tok, (const char *)buf + PROTO_HEADER_LEN,
 				    (int)n);
 	/* The whole payload must be exactly one object: no trailing bytes,

@@ -48,52 +48,56 @@ int certgen_key(const char *alg, EVP_PKEY **ret)
 	return -EINVAL;
 }
 
+struct field {
+	const char *name;
+	const char *value;
+};
+
+/* The field that starts at @s, or NULL. */
+static const struct field *field_at(const char *s, const struct field *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(s, f[i].name, strlen(f[i].name)) == 0)
+			return &f[i];
+	return NULL;
+}
+
+/* Copy @tmpl with each @FIELD@ replaced into @out (NULL: just measure). */
+static size_t expand(const char *tmpl, const struct field *f, size_t n, char *out)
+{
+	size_t len = 0;
+
+	for (const char *s = tmpl; *s;) {
+		const struct field *hit = field_at(s, f, n);
+		const char *src = hit ? hit->value : s;
+		size_t m = hit ? strlen(hit->value) : 1;
+
+		if (out)
+			memcpy(out + len, src, m);
+		len += m;
+		s += hit ? strlen(hit->name) : 1;
+	}
+	if (out)
+		out[len] = '\0';
+	return len;
+}
+
 /* Replace each @FIELD@ of the template; returns a new string. */
 static char *substitute(const char *tmpl, const struct certgen_params *p)
 {
 	char days[16];
-	const char *vars[][2] = {
+	const struct field fields[] = {
 		{ "@ORGANIZATION@", p->organization }, { "@COMMON_NAME@", p->common_name },
 		{ "@EMAIL@", p->email },               { "@DAYS@", days },
 		{ "@BITS@", "4096" },                  { "@HASH@", "sha256" },
 	};
-	size_t cap = strlen(tmpl) + 1, len = 0;
 	char *out;
 
 	snprintf(days, sizeof(days), "%u", p->days);
-	for (size_t i = 0; i < ELEMENTSOF(vars); i++)
-		cap += 4 * strlen(vars[i][1]); /* each field appears a few times at most */
-	out = malloc(cap + 1024);
-	if (!out)
-		return NULL;
-	cap += 1024;
-	for (const char *s = tmpl; *s;) {
-		size_t i;
-
-		for (i = 0; i < ELEMENTSOF(vars); i++) {
-			size_t n = strlen(vars[i][0]), m = strlen(vars[i][1]);
-
-			if (strncmp(s, vars[i][0], n) != 0)
-				continue;
-			if (len + m + 1 > cap)
-				goto overflow;
-			memcpy(out + len, vars[i][1], m);
-			len += m;
-			s += n;
-			break;
-		}
-		if (i < ELEMENTSOF(vars))
-			continue;
-		if (len + 2 > cap)
-			goto overflow;
-		out[len++] = *s++;
-	}
-	out[len] = '\0';
+	out = malloc(expand(tmpl, fields, ELEMENTSOF(fields), NULL) + 1);
+	if (out)
+		expand(tmpl, fields, ELEMENTSOF(fields), out);
 	return out;
-overflow:
-	free(out);
-	errno = E2BIG;
-	return NULL;
 }
 
 static int load_template(const struct certgen_params *p, CONF **ret)

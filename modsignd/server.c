@@ -55,6 +55,9 @@ struct conn {
 	bool eof;     /* peer finished sending (may still read replies) */
 	bool closing; /* refused or protocol error: flush, then close */
 	uint64_t last_io_ms;
+	/* Since when a request has been arriving, or replies waiting to be
+	 * read: a peer gets SERVER_IO_TIMEOUT_MS for each, however it drips. */
+	uint64_t in_since_ms, out_since_ms;
 };
 
 struct server {
@@ -203,6 +206,8 @@ static int conn_queue(struct conn *c, json_object *reply)
 		c->out = p;
 		c->out_cap = cap;
 	}
+	if (c->out_len == 0)
+		c->out_since_ms = now_ms();
 	memcpy(c->out + c->out_len, frame, len);
 	c->out_len += len;
 	return 0;
@@ -404,6 +409,8 @@ static void conn_process(struct server *s, struct conn *c)
 	}
 	memmove(c->in, c->in + off, c->in_len - off);
 	c->in_len -= off;
+	if (off > 0 && c->in_len > 0)
+		c->in_since_ms = now_ms(); /* the rest starts the next request */
 }
 
 /* Read until the socket (and, for TLS, the record layer) is drained or
@@ -424,6 +431,8 @@ static int conn_fill(struct conn *c)
 		}
 		if (n <= 0)
 			return (int)n;
+		if (c->in_len == 0)
+			c->in_since_ms = now_ms();
 		c->in_len += (size_t)n;
 		c->last_io_ms = now_ms();
 	}
@@ -730,22 +739,32 @@ static void handle_signal(struct server *s)
 	begin_stop(s);
 }
 
+/* Whether @c has kept us waiting too long: for a request it started
+ * sending, for replies it does not read, or for its TLS handshake. */
+static const char *conn_overdue(const struct conn *c, uint64_t now)
+{
+	if (c->handshaking && now - c->last_io_ms > SERVER_IO_TIMEOUT_MS)
+		return "a TLS handshake";
+	if (c->in_len > 0 && now - c->in_since_ms > SERVER_IO_TIMEOUT_MS)
+		return "a partial request";
+	if (c->out_len > 0 && now - c->out_since_ms > SERVER_IO_TIMEOUT_MS)
+		return "unread replies";
+	return NULL;
+}
+
 static void sweep_timeouts(struct server *s)
 {
 	uint64_t now = now_ms();
 	struct conn *c, *next;
 
 	for (c = s->conns; c; c = next) {
+		const char *what;
+
 		next = c->next;
-		if (c->fd < 0 || (c->in_len == 0 && c->out_len == 0 && !c->handshaking))
+		if (c->fd < 0 || !(what = conn_overdue(c, now)))
 			continue;
-		if (now - c->last_io_ms > SERVER_IO_TIMEOUT_MS) {
-			log_notice("%s: timed out with %s pending", c->peer.desc,
-				   c->handshaking ? "a TLS handshake" :
-				   c->out_len	  ? "unread replies" :
-						    "a partial request");
-			conn_close(s, c);
-		}
+		log_notice("%s: timed out with %s pending", c->peer.desc, what);
+		conn_close(s, c);
 	}
 }
 
