@@ -20,6 +20,16 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY *, EVP_PKEY_free)
  */
 int cert_load_file(const char *path, X509 **ret);
 
+/*
+ * The SHA-256 of the DER of the first certificate in @path (PEM or DER),
+ * as lower-case hex, without parsing the certificate: kbuild's per-module
+ * signing command only needs to know whether it is the daemon's.
+ */
+int cert_file_fingerprint(const char *path, char **ret);
+
+/* The same of a DER buffer. */
+int cert_fingerprint(const uint8_t *der, size_t len, char **ret);
+
 /* Parse a DER certificate. */
 int cert_from_der(const uint8_t *der, size_t len, X509 **ret);
 

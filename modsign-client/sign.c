@@ -25,8 +25,8 @@ struct sign_opts {
 	const char *key;     /* NULL: the daemon's default */
 	const EVP_MD *md;
 	bool use_keyid;
-	X509 *expect;        /* sign-file: the certificate kbuild embeds */
-	char *expect_key_id; /* its subjectKeyIdentifier, hex */
+	char *expect_cert;   /* sign-file: SHA-256 of the certificate kbuild embeds */
+	const char *expect_path;
 };
 
 struct item {
@@ -97,12 +97,12 @@ static int item_send(struct conn *c, const struct sign_opts *o, struct item *it,
 
 static int check_signer(const struct sign_opts *o, json_object *reply)
 {
-	const char *key_id = NULL;
+	const char *fp = NULL;
 
-	if (!o->expect_key_id)
+	if (!o->expect_cert)
 		return 0;
-	proto_get_string(reply, "key_id", 256, true, &key_id);
-	return key_id && strcmp(key_id, o->expect_key_id) == 0 ? 0 : -ENOKEY;
+	proto_get_string(reply, "cert_sha256", 2 * DIGEST_MAX_LEN, true, &fp);
+	return fp && strcmp(fp, o->expect_cert) == 0 ? 0 : -ENOKEY;
 }
 
 static void item_finish(const struct sign_opts *o, struct item *it,
@@ -120,7 +120,7 @@ static void item_finish(const struct sign_opts *o, struct item *it,
 		r = -EREMOTEIO;
 	} else if (check_signer(o, reply) < 0) {
 		warn_msg("%s: the daemon's key is not the certificate given (%s); not signed",
-			 it->path, o->expect_key_id);
+			 it->path, o->expect_path);
 		r = -ENOKEY;
 	} else if (proto_get_string(reply, "signature", PROTO_MAX_FRAME, true, &b64) < 0 ||
 		   base64_decode(b64, &sig, &len) < 0 || len == 0 || len > MODSIG_MAX_SIG) {
@@ -314,16 +314,12 @@ static const char *key_arg(const char *arg)
 
 static int expect_cert(struct sign_opts *o, const char *path)
 {
-	int r = cert_load_file(path, &o->expect);
+	int r = cert_file_fingerprint(path, &o->expect_cert);
 
-	if (r < 0) {
+	o->expect_path = path;
+	if (r < 0)
 		warn_msg("%s: cannot read certificate: %s", path,
 			 r == -EBADMSG ? "no PEM or DER certificate" : strerror(-r));
-		return r;
-	}
-	r = cert_key_id(o->expect, &o->expect_key_id);
-	if (r < 0)
-		warn_msg("%s: certificate has no subjectKeyIdentifier", path);
 	return r;
 }
 
@@ -349,15 +345,12 @@ int cmd_sign_file(const struct global *g, int argc, char **argv)
 	if (!o.md)
 		return EXIT_USAGE;
 	o.key = key_arg(argv[i + 1]);
-	if (expect_cert(&o, argv[i + 2]) < 0) {
-		X509_free(o.expect);
+	if (expect_cert(&o, argv[i + 2]) < 0)
 		return 1;
-	}
 	it.path = argv[i + 3];
 	if (argc - i == 5 && strcmp(argv[i + 3], argv[i + 4]) != 0)
 		it.dest = argv[i + 4];
 	r = run_sign(g, &o, &it, 1);
-	X509_free(o.expect);
-	free(o.expect_key_id);
+	free(o.expect_cert);
 	return r;
 }

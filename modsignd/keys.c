@@ -41,6 +41,7 @@ static void key_free(struct key *k)
 	OPENSSL_free(k->cert_der);
 	free(k->key_id);
 	free(k->serial);
+	free(k->cert_sha256);
 	free(k->subject);
 	free(k);
 }
@@ -199,7 +200,8 @@ static int key_describe(struct key *k, const char **ret_err)
 		       -EINVAL;
 	if (cert_subject(k->cert, &k->subject) < 0 ||
 	    cert_serial(k->cert, &k->serial) < 0 ||
-	    cert_to_der(k->cert, &k->cert_der, &k->cert_der_len) < 0)
+	    cert_to_der(k->cert, &k->cert_der, &k->cert_der_len) < 0 ||
+	    cert_fingerprint(k->cert_der, k->cert_der_len, &k->cert_sha256) < 0)
 		return -ENOMEM;
 	return cert_key_alg(k->pkey, k->alg, sizeof(k->alg));
 }

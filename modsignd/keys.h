@@ -44,6 +44,7 @@ struct key {
 	char alg[32];   /* "rsa4096", "ecdsa-p384" */
 	char *key_id;   /* hex subjectKeyIdentifier (sig_key with --keyid) */
 	char *serial;   /* hex serial number (modinfo's sig_key otherwise) */
+	char *cert_sha256; /* hex SHA-256 of cert_der: clients match it cheaply */
 	char *subject;
 };
 

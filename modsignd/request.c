@@ -141,6 +141,7 @@ json_object *reply_signature(uint64_t id, const struct key *k,
 	if (o) {
 		json_object_object_add(o, "key", json_object_new_string(k->name));
 		json_object_object_add(o, "key_id", json_object_new_string(k->key_id));
+		json_object_object_add(o, "cert_sha256", json_object_new_string(k->cert_sha256));
 	}
 	return add_base64(o, "signature", der, der_len);
 }

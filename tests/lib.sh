@@ -41,15 +41,17 @@ refute() {
 
 # start_daemon SOCK ARGS...: start modsignd, wait until it answers.
 start_daemon() {
-	local sock=$1
+	local sock=$1 stale
 	shift
+	stale=$(stat -c %i "$sock" 2>/dev/null)
 	"$MODSIGND" --listen "unix:$sock" "$@" 2>>"$T/modsignd.log" &
 	DAEMON_PIDS+=($!)
 	DAEMON_PID=$!
 	# The socket appears once the keys are loaded (the daemon may not
-	# allow us to ask it, so do not rely on status).
+	# allow us to ask it, so do not rely on status); a stale one left by a
+	# killed daemon must first be replaced.
 	for _ in $(seq 1 400); do
-		[ -S "$sock" ] && return 0
+		[ -S "$sock" ] && [ "$(stat -c %i "$sock" 2>/dev/null)" != "$stale" ] && return 0
 		kill -0 "$DAEMON_PID" 2>/dev/null || break
 		sleep 0.05
 	done
