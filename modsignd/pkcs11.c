@@ -605,8 +605,12 @@ int pkcs11_key_sign(struct pkcs11_key *pk, const EVP_MD *md,
 	int r;
 
 	r = sign_once(pk, md, digest, digest_len, use_keyid, ret_der, ret_len, &gen);
-	if (r == 0)
+	if (r == 0) {
+		/* A signature is the proof of health: clear a stale failure. */
+		if (__atomic_load_n(&pk->err, __ATOMIC_ACQUIRE) != 0)
+			set_health(pk, 0, NULL);
 		return 0;
+	}
 	/* r > 0: unavailable, try again when due; r < 0: diagnose now. */
 	r = recover(pk, gen, r < 0);
 	if (r < 0)
@@ -617,6 +621,7 @@ int pkcs11_key_sign(struct pkcs11_key *pk, const EVP_MD *md,
 		set_health(pk, -EIO, "the token failed to sign");
 		return -EIO;
 	}
+	set_health(pk, 0, NULL);
 	return 0;
 }
 

@@ -58,6 +58,7 @@ struct conn {
 	/* Since when a request has been arriving, or replies waiting to be
 	 * read: a peer gets SERVER_IO_TIMEOUT_MS for each, however it drips. */
 	uint64_t in_since_ms, out_since_ms;
+	uint64_t accepted_ms; /* a TLS handshake must end within the timeout */
 };
 
 struct server {
@@ -70,6 +71,7 @@ struct server {
 	size_t n_listeners;
 	struct conn *conns;
 	unsigned n_conns;
+	unsigned n_dead; /* closed, waiting for reap_conns() */
 	unsigned inflight;
 	uint64_t signed_total;
 	struct workq *wq;
@@ -111,7 +113,11 @@ static void conn_free(struct server *s, struct conn *c)
 	free(c);
 }
 
-/* Close the socket now; the struct lives until its last job returns. */
+/*
+ * Close the socket now.  The struct lives on, with fd -1, until its last
+ * job has returned and the event loop has finished the batch of events it
+ * is dispatching (one may still point at it): reap_conns() frees it.
+ */
 static void conn_close(struct server *s, struct conn *c)
 {
 	if (c->fd >= 0) {
@@ -123,9 +129,21 @@ static void conn_close(struct server *s, struct conn *c)
 		ERR_clear_error();
 		close(c->fd);
 		c->fd = -1;
+		s->n_dead++;
 	}
-	if (c->inflight == 0)
-		conn_free(s, c);
+}
+
+static void reap_conns(struct server *s)
+{
+	struct conn *c, *next;
+
+	for (c = s->conns; c && s->n_dead > 0; c = next) {
+		next = c->next;
+		if (c->fd < 0 && c->inflight == 0) {
+			conn_free(s, c);
+			s->n_dead--;
+		}
+	}
 }
 
 /* ---- connections: bytes ------------------------------------------------ */
@@ -155,10 +173,17 @@ static ssize_t conn_recv(struct conn *c, void *buf, size_t len)
 	size_t got;
 
 	if (c->ssl) {
+		int r;
+
 		c->ssl_want = 0;
 		if (SSL_read_ex(c->ssl, buf, len, &got) == 1)
 			return (ssize_t)got;
-		return tls_result(c, 0);
+		r = tls_result(c, 0);
+		/* A read waiting for input is the normal case, governed by
+		 * conn_wants_input(); only a read that must write is special. */
+		if (c->ssl_want == EPOLLIN)
+			c->ssl_want = 0;
+		return r;
 	}
 	n = recv(c->fd, buf, len, MSG_DONTWAIT);
 	if (n > 0)
@@ -174,10 +199,15 @@ static ssize_t conn_send(struct conn *c, const void *buf, size_t len)
 	size_t put;
 
 	if (c->ssl) {
+		int r;
+
 		c->ssl_want = 0;
 		if (SSL_write_ex(c->ssl, buf, len, &put) == 1)
 			return (ssize_t)put;
-		return tls_result(c, 0);
+		r = tls_result(c, 0);
+		if (c->ssl_want == EPOLLOUT)
+			c->ssl_want = 0; /* pending output asks for EPOLLOUT anyway */
+		return r;
 	}
 	n = send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n >= 0)
@@ -512,16 +542,29 @@ static void conn_handshake(struct server *s, struct conn *c)
 	conn_close(s, c);
 }
 
+/* TLS may hold decrypted bytes the socket no longer signals: read them
+ * once there is room again. */
+static void conn_drain_tls(struct server *s, struct conn *c)
+{
+	if (c->fd >= 0 && c->ssl && !c->handshaking && SSL_pending(c->ssl) > 0 &&
+	    conn_wants_input(s, c))
+		conn_readable(s, c);
+}
+
 static void conn_event(struct server *s, struct conn *c, uint32_t events)
 {
+	if (c->fd < 0)
+		return; /* closed earlier in this batch of events */
 	if (c->handshaking)
 		conn_handshake(s, c);
 	else if (events & EPOLLIN || (c->ssl_want & events))
 		conn_readable(s, c);
 	else if (events & (EPOLLHUP | EPOLLERR) && !(events & EPOLLOUT))
 		conn_close(s, c);
-	else
+	else {
 		conn_update(s, c);
+		conn_drain_tls(s, c);
+	}
 }
 
 /* ---- accepting --------------------------------------------------------- */
@@ -605,8 +648,8 @@ static void accept_one(struct server *s, struct listener *l)
 		close(fd);
 		return;
 	}
-	*c = (struct conn){ .kind = W_CONN, .fd = fd, .peer = peer,
-			    .events = EPOLLIN, .last_io_ms = now_ms() };
+	*c = (struct conn){ .kind = W_CONN, .fd = fd, .peer = peer, .events = EPOLLIN,
+			    .last_io_ms = now_ms(), .accepted_ms = now_ms() };
 	if ((l->tls && conn_start_tls(s, c) < 0) || watch(s, fd, EPOLLIN, c) < 0) {
 		SSL_free(c->ssl);
 		close(fd);
@@ -654,11 +697,8 @@ static void reply_job(struct server *s, struct job *j, int audit_r)
 
 	c->inflight--;
 	s->inflight--;
-	if (c->fd < 0) {
-		if (c->inflight == 0)
-			conn_free(s, c);
-		return;
-	}
+	if (c->fd < 0)
+		return; /* reap_conns() frees it */
 	if (audit_r < 0 || j->audit_failed)
 		conn_reply_error(c, j->id, "audit log unavailable: not signed");
 	else if (j->r < 0)
@@ -669,6 +709,7 @@ static void reply_job(struct server *s, struct job *j, int audit_r)
 	}
 	conn_process(s, c); /* input held back by the in-flight limit */
 	conn_update(s, c);
+	conn_drain_tls(s, c);
 }
 
 /*
@@ -743,7 +784,7 @@ static void handle_signal(struct server *s)
  * sending, for replies it does not read, or for its TLS handshake. */
 static const char *conn_overdue(const struct conn *c, uint64_t now)
 {
-	if (c->handshaking && now - c->last_io_ms > SERVER_IO_TIMEOUT_MS)
+	if (c->handshaking && now - c->accepted_ms > SERVER_IO_TIMEOUT_MS)
 		return "a TLS handshake";
 	if (c->in_len > 0 && now - c->in_since_ms > SERVER_IO_TIMEOUT_MS)
 		return "a partial request";
@@ -812,6 +853,7 @@ int server_run(struct server *s)
 			return log_error_errno(-errno, "epoll_wait: %m");
 		for (int i = 0; i < n; i++)
 			dispatch(s, &evs[i]);
+		reap_conns(s);
 		if (now_ms() - last_tick >= (uint64_t)tick) {
 			sweep_timeouts(s);
 			notify_status(s);
