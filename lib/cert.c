@@ -55,52 +55,6 @@ int cert_load_file(const char *path, X509 **ret)
 	return 0;
 }
 
-int cert_fingerprint(const uint8_t *der, size_t len, char **ret)
-{
-	uint8_t md[DIGEST_MAX_LEN];
-	size_t n;
-	int r = digest_buf(der, len, EVP_sha256(), md, &n);
-
-	return r < 0 ? r : hex_encode(md, n, ret);
-}
-
-int cert_file_fingerprint(const char *path, char **ret)
-{
-	_cleanup_(freep) char *buf = NULL;
-	char *name = NULL, *header = NULL;
-	unsigned char *der = NULL;
-	long der_len = 0;
-	size_t n;
-	BIO *b;
-	int r;
-
-	r = read_file(path, CERT_MAX_FILE, 0, &buf, &n);
-	if (r < 0)
-		return r;
-	if (n >= 2 && (uint8_t)buf[0] == 0x30 && (uint8_t)buf[1] >= 0x81 &&
-	    (uint8_t)buf[1] <= 0x84)
-		return cert_fingerprint((const uint8_t *)buf, n, ret);
-	b = BIO_new_mem_buf(buf, (int)n);
-	if (!b)
-		return -ENOMEM;
-	/* The first CERTIFICATE block, base64-decoded but not parsed. */
-	r = -EBADMSG;
-	while (PEM_read_bio(b, &name, &header, &der, &der_len) == 1) {
-		bool hit = strcmp(name, PEM_STRING_X509) == 0;
-
-		if (hit)
-			r = cert_fingerprint(der, (size_t)der_len, ret);
-		OPENSSL_free(name);
-		OPENSSL_free(header);
-		OPENSSL_free(der);
-		if (hit)
-			break;
-	}
-	BIO_free(b);
-	ERR_clear_error();
-	return r;
-}
-
 int cert_to_der(X509 *cert, uint8_t **ret, size_t *ret_len)
 {
 	unsigned char *der = NULL;

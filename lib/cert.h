@@ -6,29 +6,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "certfp.h"
 #include "macro.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(X509 *, X509_free)
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY *, EVP_PKEY_free)
-
-/* Largest certificate file we read (a kernel cert is ~1.5 KiB). */
-#define CERT_MAX_FILE (1024u * 1024)
 
 /*
  * Load the first certificate from @path, PEM or DER (as sign-file accepts).
  * Returns 0, -ENOENT/-EACCES/... from open, -EBADMSG if no certificate.
  */
 int cert_load_file(const char *path, X509 **ret);
-
-/*
- * The SHA-256 of the DER of the first certificate in @path (PEM or DER),
- * as lower-case hex, without parsing the certificate: kbuild's per-module
- * signing command only needs to know whether it is the daemon's.
- */
-int cert_file_fingerprint(const char *path, char **ret);
-
-/* The same of a DER buffer. */
-int cert_fingerprint(const uint8_t *der, size_t len, char **ret);
 
 /* Parse a DER certificate. */
 int cert_from_der(const uint8_t *der, size_t len, X509 **ret);

@@ -2,7 +2,6 @@
 #ifndef MODSIGN_DIGEST_H
 #define MODSIGN_DIGEST_H
 
-#include <openssl/evp.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -10,22 +9,35 @@
  * The hash algorithms modsign signs with.  The kernel also accepts sha1 and
  * sha224, but sha1 is broken for signatures and neither is offered by
  * CONFIG_MODULE_SIG_SHA*; md5 was never accepted.
+ *
+ * This file hashes without OpenSSL's EVP layer, so that the client's
+ * per-module path needs neither libcrypto's providers nor its shared
+ * object (see docs/PERFORMANCE.md); digest_evp() in digest-evp.c maps an
+ * algorithm to OpenSSL's EVP_MD for the code that signs and verifies.
  */
-#define DIGEST_MAX_LEN EVP_MAX_MD_SIZE
+#define DIGEST_MAX_LEN 64 /* SHA-512 */
 #define DIGEST_DEFAULT "sha256"
 
-/* The EVP_MD for an allowed name, or NULL (unknown or refused). */
-const EVP_MD *digest_lookup(const char *name);
+struct digest; /* one of the allowed algorithms; never freed */
 
-/* The canonical name ("sha256") of an allowed EVP_MD, or NULL. */
-const char *digest_name(const EVP_MD *md);
+/* The algorithm of an allowed name, or NULL (unknown or refused). */
+const struct digest *digest_lookup(const char *name);
 
-/* Hash the first @len bytes of @fd (from offset 0).  Returns 0 or -errno. */
-int digest_fd(int fd, size_t len, const EVP_MD *md, uint8_t *out,
+/* Its canonical name ("sha256") and output length in bytes. */
+const char *digest_name(const struct digest *d);
+size_t digest_size(const struct digest *d);
+
+/* Hash the first @len bytes of @fd (from offset 0).  Returns 0 or -errno;
+ * -ESTALE if the file is shorter than @len. */
+int digest_fd(int fd, size_t len, const struct digest *d, uint8_t *out,
 	      size_t *ret_len);
 
 /* Hash a buffer. */
-int digest_buf(const void *buf, size_t len, const EVP_MD *md, uint8_t *out,
-	       size_t *ret_len);
+int digest_buf(const void *buf, size_t len, const struct digest *d,
+	       uint8_t *out, size_t *ret_len);
+
+/* OpenSSL's EVP_MD of @d, for signing and verifying (digest-evp.c). */
+struct evp_md_st;
+const struct evp_md_st *digest_evp(const struct digest *d);
 
 #endif

@@ -16,6 +16,7 @@
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _unused_ __attribute__((unused))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _noreturn_ __attribute__((noreturn))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 

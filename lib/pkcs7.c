@@ -42,19 +42,20 @@ static int sign_raw(EVP_PKEY *key, const EVP_MD *md, const uint8_t *digest,
 	return 0;
 }
 
-int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const EVP_MD *md,
+int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const struct digest *d,
 		      const uint8_t *digest, size_t digest_len, bool use_keyid,
 		      uint8_t **ret_der, size_t *ret_len)
 {
 	const unsigned flags = CMS_NOCERTS | CMS_BINARY | CMS_DETACHED;
 	_cleanup_(CMS_ContentInfo_freep) CMS_ContentInfo *cms = NULL;
 	_cleanup_(freep) uint8_t *sig = NULL;
+	const EVP_MD *md = digest_evp(d);
 	CMS_SignerInfo *si;
 	unsigned char *der = NULL;
 	size_t sig_len;
 	int n, r;
 
-	if ((size_t)EVP_MD_get_size(md) != digest_len)
+	if (!md || digest_size(d) != digest_len)
 		return -EINVAL;
 
 	/*
@@ -143,7 +144,7 @@ int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
 	uint8_t digest[DIGEST_MAX_LEN];
 	X509_ALGOR *digalg = NULL;
 	CMS_SignerInfo *si;
-	const EVP_MD *md;
+	const struct digest *md;
 	size_t digest_len;
 	int r;
 
@@ -169,7 +170,7 @@ int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
 	r = digest_fd(fd, body_len, md, digest, &digest_len);
 	if (r < 0)
 		return r;
-	r = verify_raw(cert, md, digest, digest_len, si);
+	r = verify_raw(cert, digest_evp(md), digest, digest_len, si);
 	ERR_clear_error();
 	return r;
 }

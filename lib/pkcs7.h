@@ -14,6 +14,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
+#include "digest.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -29,7 +30,7 @@
  * Returns 0, -EINVAL (digest length does not match @md, key does not match
  * @cert), -EIO (the key refused to sign) or -ENOMEM.
  */
-int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const EVP_MD *md,
+int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const struct digest *md,
 		      const uint8_t *digest, size_t digest_len, bool use_keyid,
 		      uint8_t **ret_der, size_t *ret_len);
 

@@ -92,7 +92,7 @@ void modfile_close(struct modfile *m)
 	m->fd = -1;
 }
 
-int modfile_digest(struct modfile *m, const EVP_MD *md, uint8_t *out,
+int modfile_digest(struct modfile *m, const struct digest *md, uint8_t *out,
 		   size_t *ret_len)
 {
 	return digest_fd(m->fd, m->sig.body_len, md, out, ret_len);

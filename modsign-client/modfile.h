@@ -36,7 +36,7 @@ int modfile_open(const char *path, bool for_write, struct modfile *ret,
 void modfile_close(struct modfile *m);
 
 /* Digest of the module without any signature. */
-int modfile_digest(struct modfile *m, const EVP_MD *md, uint8_t *out,
+int modfile_digest(struct modfile *m, const struct digest *md, uint8_t *out,
 		   size_t *ret_len);
 
 /* Read the current signature (m->sig.sig_len bytes) into a new buffer. */

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cert.h"
+#include "certfp.h"
 #include "client.h"
 #include "modfile.h"
 #include "paths.h"
@@ -23,7 +23,7 @@
 
 struct sign_opts {
 	const char *key;     /* NULL: the daemon's default */
-	const EVP_MD *md;
+	const struct digest *md;
 	bool use_keyid;
 	char *expect_cert;   /* sign-file: SHA-256 of the certificate kbuild embeds */
 	const char *expect_path;
@@ -226,9 +226,9 @@ static int run_sign(const struct global *g, const struct sign_opts *o,
 	return sign_items(c, o, items, n) ? 1 : 0;
 }
 
-static const EVP_MD *hash_arg(const char *name)
+static const struct digest *hash_arg(const char *name)
 {
-	const EVP_MD *md = digest_lookup(name);
+	const struct digest *md = digest_lookup(name);
 
 	if (!md)
 		warn_msg("hash '%s' not allowed: use sha256, sha384 or sha512", name);

@@ -12,6 +12,7 @@
  * cost of fdatasync() off each signature.
  */
 
+#include "digest.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,7 +24,7 @@ struct audit_event {
 	const struct peer *peer;
 	const char *key;     /* NULL if none was resolved */
 	const char *key_id;
-	const EVP_MD *md;    /* NULL if the request had no valid hash */
+	const struct digest *md;    /* NULL if the request had no valid hash */
 	const uint8_t *digest;
 	size_t digest_len;
 	const char *module;

@@ -250,7 +250,7 @@ int keystore_add(struct keystore *ks, const char *spec,
 	return 0;
 }
 
-int key_sign(struct key *k, const EVP_MD *md, const uint8_t *digest,
+int key_sign(struct key *k, const struct digest *md, const uint8_t *digest,
 	     size_t digest_len, bool use_keyid, uint8_t **ret_der, size_t *ret_len)
 {
 	int r;

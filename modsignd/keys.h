@@ -12,6 +12,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
+#include "digest.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -72,7 +73,7 @@ int keystore_add(struct keystore *ks, const char *spec,
  * the signing threads, concurrently.  The backend owns any locking or
  * recovery it needs.  *@ret_der is released with OPENSSL_free().
  */
-int key_sign(struct key *k, const EVP_MD *md, const uint8_t *digest,
+int key_sign(struct key *k, const struct digest *md, const uint8_t *digest,
 	     size_t digest_len, bool use_keyid, uint8_t **ret_der, size_t *ret_len);
 
 /* Text for an error key_sign() returned for @k; never NULL. */

@@ -509,7 +509,7 @@ fail:
 /* ---- signing and recovery --------------------------------------------- */
 
 /* Sign with the current handle: 1 when there is none (unavailable). */
-static int sign_once(struct pkcs11_key *pk, const EVP_MD *md, const uint8_t *digest,
+static int sign_once(struct pkcs11_key *pk, const struct digest *md, const uint8_t *digest,
 		     size_t digest_len, bool use_keyid, uint8_t **ret_der,
 		     size_t *ret_len, unsigned long *ret_gen)
 {
@@ -597,7 +597,7 @@ static int recover(struct pkcs11_key *pk, unsigned long gen, bool now)
 	return reopen(pk, gen, true, &tried);
 }
 
-int pkcs11_key_sign(struct pkcs11_key *pk, const EVP_MD *md,
+int pkcs11_key_sign(struct pkcs11_key *pk, const struct digest *md,
 		    const uint8_t *digest, size_t digest_len, bool use_keyid,
 		    uint8_t **ret_der, size_t *ret_len)
 {

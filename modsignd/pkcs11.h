@@ -22,6 +22,7 @@
 
 #include <openssl/evp.h>
 #include <openssl/x509.h>
+#include "digest.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -62,7 +63,7 @@ int pkcs11_key_open(const char *uri, const struct pkcs11_options *opt,
  * not present), -EACCES (PIN refused or missing), -ENOKEY (key not on the
  * token), -EKEYREJECTED (key does not match the certificate), -EIO.
  */
-int pkcs11_key_sign(struct pkcs11_key *pk, const EVP_MD *md,
+int pkcs11_key_sign(struct pkcs11_key *pk, const struct digest *md,
 		    const uint8_t *digest, size_t digest_len, bool use_keyid,
 		    uint8_t **ret_der, size_t *ret_len);
 

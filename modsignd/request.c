@@ -34,7 +34,7 @@ static int parse_sign(json_object *msg, struct request *req, const char **ret_er
 	if (proto_get_string(msg, "digest", 2 * DIGEST_MAX_LEN, true, &hex) < 0 ||
 	    hex_decode(hex, req->digest, sizeof(req->digest), &req->digest_len) < 0)
 		return (*ret_err = "missing or bad \"digest\""), -EINVAL;
-	if (req->digest_len != (size_t)EVP_MD_get_size(req->md))
+	if (req->digest_len != digest_size(req->md))
 		return (*ret_err = "digest length does not match the hash"), -EINVAL;
 	if (proto_get_string(msg, "module", PROTO_MAX_MODULE, true, &req->module) < 0)
 		return (*ret_err = "missing or bad \"module\""), -EINVAL;

@@ -20,7 +20,7 @@ struct request {
 	enum request_op op;
 	const char *key; /* NULL: the default key */
 	/* OP_SIGN only */
-	const EVP_MD *md;
+	const struct digest *md;
 	uint8_t digest[DIGEST_MAX_LEN];
 	size_t digest_len;
 	const char *module;

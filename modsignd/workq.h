@@ -24,7 +24,7 @@ struct job {
 	struct conn *conn;
 	uint64_t id;
 	struct key *key;
-	const EVP_MD *md;
+	const struct digest *md;
 	uint8_t digest[DIGEST_MAX_LEN];
 	size_t digest_len;
 	bool use_keyid;

@@ -32,7 +32,7 @@ static void check_request(const struct request *req)
 	if (req->op != OP_SIGN)
 		return;
 	FUZZ_ASSERT(req->md && digest_name(req->md));
-	FUZZ_ASSERT(req->digest_len == (size_t)EVP_MD_get_size(req->md));
+	FUZZ_ASSERT(req->digest_len == digest_size(req->md));
 	FUZZ_ASSERT(req->digest_len <= sizeof(req->digest));
 	FUZZ_ASSERT(req->module && strlen(req->module) <= PROTO_MAX_MODULE);
 }

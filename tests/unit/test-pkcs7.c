@@ -171,7 +171,7 @@ static bool openssl_verifies(const uint8_t *der, size_t len, X509 *cert,
 }
 
 /* pkcs7_sign_digest() over the hash of @buf. */
-static int sign_buf(const struct ident *id, const EVP_MD *md,
+static int sign_buf(const struct ident *id, const struct digest *md,
 		    const uint8_t *buf, size_t len, bool keyid, uint8_t **ret,
 		    size_t *ret_len)
 {
@@ -194,7 +194,7 @@ static void test_identity_rsa(void)
 
 	for (size_t i = 0; i < ELEMENTSOF(mds); i++)
 		for (int keyid = 0; keyid <= 1; keyid++) {
-			const EVP_MD *md = digest_lookup(mds[i]);
+			const struct digest *md = digest_lookup(mds[i]);
 			const char *tag = keyid ? "keyid" : "issuer+serial";
 			uint8_t *ours = NULL, *ref = NULL, *twin = NULL;
 			size_t ours_len = 0, ref_len = 0, twin_len = 0;
@@ -204,7 +204,7 @@ static void test_identity_rsa(void)
 			r = sign_buf(&rsa, md, data, DATA_LEN, keyid, &ours, &ours_len);
 			snprintf(name, sizeof(name), "pkcs7 rsa %s %s sign returns 0", mds[i], tag);
 			CHECK_EQ(name, r, 0);
-			r = signfile(&rsa, md, data, DATA_LEN, keyid ? SF_KEYID : 0,
+			r = signfile(&rsa, digest_evp(md), data, DATA_LEN, keyid ? SF_KEYID : 0,
 				     NULL, &ref, &ref_len);
 			snprintf(name, sizeof(name), "pkcs7 rsa %s %s byte-identical to sign-file",
 				 mds[i], tag);
@@ -246,7 +246,7 @@ static void test_ecdsa(void)
 
 	for (size_t i = 0; i < ELEMENTSOF(ec_mds); i++)
 		for (int keyid = 0; keyid <= 1; keyid++) {
-			const EVP_MD *md = digest_lookup(ec_mds[i]);
+			const struct digest *md = digest_lookup(ec_mds[i]);
 			const char *tag = keyid ? "keyid" : "issuer+serial";
 			uint8_t *ours = NULL, *ref = NULL;
 			size_t ours_len = 0, ref_len = 0;
@@ -276,7 +276,7 @@ static void test_ecdsa(void)
 			CHECK(name, !openssl_verifies(ours, ours_len, ec.cert, bad_data, DATA_LEN));
 
 			/* sign-file's own ECDSA signature verifies with ours too. */
-			r = signfile(&ec, md, data, DATA_LEN, keyid ? SF_KEYID : 0, NULL,
+			r = signfile(&ec, digest_evp(md), data, DATA_LEN, keyid ? SF_KEYID : 0, NULL,
 				     &ref, &ref_len);
 			snprintf(name, sizeof(name), "pkcs7 ecdsa %s %s sign-file output verifies",
 				 ec_mds[i], tag);
@@ -298,7 +298,7 @@ static void test_tamper(const char *alg, const struct ident *id)
 		size_t len = 0;
 		int r;
 
-		if (sign_buf(id, EVP_sha256(), data, DATA_LEN, keyid, &der, &len) < 0) {
+		if (sign_buf(id, digest_lookup("sha256"), data, DATA_LEN, keyid, &der, &len) < 0) {
 			CHECK("pkcs7 tamper setup", false);
 			continue;
 		}
@@ -396,7 +396,7 @@ static void test_refused_forms(void)
 	free(TAKE_PTR(der));
 
 	/* Broken DER. */
-	if (sign_buf(&rsa, EVP_sha256(), data, DATA_LEN, false, &der, &len) < 0)
+	if (sign_buf(&rsa, digest_lookup("sha256"), data, DATA_LEN, false, &der, &len) < 0)
 		return (void)CHECK("pkcs7 DER setup", false);
 	copy = malloc(len + 1);
 	if (copy) {
@@ -433,27 +433,27 @@ static void test_sign_errors(void)
 	uint8_t *der = NULL;
 	size_t len = 0, dg_len = 0;
 
-	if (digest_buf(data, DATA_LEN, EVP_sha384(), dg, &dg_len) < 0)
+	if (digest_buf(data, DATA_LEN, digest_lookup("sha384"), dg, &dg_len) < 0)
 		return (void)CHECK("pkcs7 digest setup", false);
 	CHECK_EQ("pkcs7 sha256 with a 48-byte digest -> EINVAL",
-		 pkcs7_sign_digest(rsa.cert, rsa.key, EVP_sha256(), dg, dg_len, false, &der,
+		 pkcs7_sign_digest(rsa.cert, rsa.key, digest_lookup("sha256"), dg, dg_len, false, &der,
 				   &len), -EINVAL);
 	CHECK_EQ("pkcs7 sha384 with a 32-byte digest -> EINVAL",
-		 pkcs7_sign_digest(rsa.cert, rsa.key, EVP_sha384(), dg, 32, false, &der, &len),
+		 pkcs7_sign_digest(rsa.cert, rsa.key, digest_lookup("sha384"), dg, 32, false, &der, &len),
 		 -EINVAL);
 	CHECK_EQ("pkcs7 sha384 with 48-byte digest ok",
-		 pkcs7_sign_digest(rsa.cert, rsa.key, EVP_sha384(), dg, dg_len, false, &der,
+		 pkcs7_sign_digest(rsa.cert, rsa.key, digest_lookup("sha384"), dg, dg_len, false, &der,
 				   &len), 0);
 	OPENSSL_free(TAKE_PTR(der));
 
 	CHECK_EQ("pkcs7 RSA key not matching RSA cert -> EINVAL",
-		 pkcs7_sign_digest(rsa.cert, rsa2.key, EVP_sha384(), dg, dg_len, false, &der,
+		 pkcs7_sign_digest(rsa.cert, rsa2.key, digest_lookup("sha384"), dg, dg_len, false, &der,
 				   &len), -EINVAL);
 	CHECK_EQ("pkcs7 EC key with RSA cert -> EINVAL",
-		 pkcs7_sign_digest(rsa.cert, ec.key, EVP_sha384(), dg, dg_len, true, &der,
+		 pkcs7_sign_digest(rsa.cert, ec.key, digest_lookup("sha384"), dg, dg_len, true, &der,
 				   &len), -EINVAL);
 	CHECK_EQ("pkcs7 RSA key with EC cert -> EINVAL",
-		 pkcs7_sign_digest(ec.cert, rsa.key, EVP_sha384(), dg, dg_len, false, &der,
+		 pkcs7_sign_digest(ec.cert, rsa.key, digest_lookup("sha384"), dg, dg_len, false, &der,
 				   &len), -EINVAL);
 	CHECK("pkcs7 failed sign leaves ret_der NULL", der == NULL);
 	CHECK("pkcs7 no OpenSSL error left behind", ERR_peek_error() == 0);
@@ -470,7 +470,7 @@ static void test_module_file(void)
 	struct modsig_info mi;
 	int r;
 
-	if (sign_buf(&rsa, EVP_sha512(), data, DATA_LEN, true, &der, &len) < 0)
+	if (sign_buf(&rsa, digest_lookup("sha512"), data, DATA_LEN, true, &der, &len) < 0)
 		return (void)CHECK("pkcs7 module setup", false);
 	file_len = DATA_LEN + len + MODSIG_TRAILER_LEN;
 	file = malloc(file_len);
