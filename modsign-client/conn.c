@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Connections to modsignd, and the UNIX-socket transport.  TLS lives in
+ * conn-tls.c, which only modsign-client-full links (see main.c).
+ */
 #include <errno.h>
-#include <netdb.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,133 +13,15 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "conn-internal.h"
 #include "util.h"
 
-struct conn {
-	int fd;
-	SSL_CTX *ctx;
-	SSL *ssl; /* NULL on UNIX sockets */
-	char *address;
-	char *hangup; /* why the daemon hung up on us, if it said */
-	uint64_t next_id;
-	uint8_t *in;
-	size_t in_len, in_cap;
-};
-
-static void set_timeouts(int fd)
+void conn_set_timeouts(int fd)
 {
 	struct timeval tv = { .tv_sec = CONN_TIMEOUT_SEC };
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-}
-
-/* "HOST:PORT" or "[V6]:PORT" into host and port, in place. */
-static int split_host_port(char *hp, char **ret_host, char **ret_port)
-{
-	char *port = strrchr(hp, ':');
-
-	if (!port || !port[1] || port == hp)
-		return -EINVAL;
-	*port++ = '\0';
-	if (hp[0] == '[' && hp[strlen(hp) - 1] == ']') {
-		hp[strlen(hp) - 1] = '\0';
-		hp++;
-	}
-	*ret_host = hp;
-	*ret_port = port;
-	return 0;
-}
-
-static int connect_tcp(const char *host, const char *port)
-{
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL, *a;
-	int fd = -EHOSTUNREACH;
-
-	if (getaddrinfo(host, port, &hints, &ai) != 0)
-		return -EHOSTUNREACH;
-	for (a = ai; a; a = a->ai_next) {
-		fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
-			fd = -errno;
-			continue;
-		}
-		set_timeouts(fd);
-		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
-			break;
-		close(fd);
-		fd = -errno;
-	}
-	freeaddrinfo(ai);
-	return fd;
-}
-
-static const char *ssl_reason(void)
-{
-	static char buf[256];
-	unsigned long e = ERR_peek_last_error();
-	const char *reason = e ? ERR_reason_error_string(e) : NULL;
-
-	snprintf(buf, sizeof(buf), "TLS: %s", reason ?: "handshake failed");
-	ERR_clear_error();
-	return buf;
-}
-
-static int tls_context(const struct conn_tls *tls, SSL_CTX **ret, const char **ret_err)
-{
-	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-
-	if (!ctx)
-		return -ENOMEM;
-	SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	if (!tls || !tls->ca)
-		*ret_err = "tls: servers need --tls-ca";
-	else if (SSL_CTX_load_verify_locations(ctx, tls->ca, NULL) != 1)
-		*ret_err = tls->ca;
-	else if (tls->cert && SSL_CTX_use_certificate_chain_file(ctx, tls->cert) != 1)
-		*ret_err = tls->cert;
-	else if (tls->key && (SSL_CTX_use_PrivateKey_file(ctx, tls->key, SSL_FILETYPE_PEM) != 1 ||
-			      SSL_CTX_check_private_key(ctx) != 1))
-		*ret_err = tls->key;
-	else {
-		*ret = ctx;
-		return 0;
-	}
-	SSL_CTX_free(ctx);
-	ERR_clear_error();
-	return -EINVAL;
-}
-
-/* Connect, then check the server's certificate names the host we asked for. */
-static int open_tls(struct conn *c, const char *host_port, const struct conn_tls *tls,
-		    const char **ret_err)
-{
-	_cleanup_(freep) char *hp = strdup(host_port);
-	char *host, *port;
-	int r;
-
-	if (!hp)
-		return -ENOMEM;
-	if (split_host_port(hp, &host, &port) < 0)
-		return (*ret_err = "expected tls:HOST:PORT"), -EINVAL;
-	r = tls_context(tls, &c->ctx, ret_err);
-	if (r < 0)
-		return r;
-	c->fd = connect_tcp(host, port);
-	if (c->fd < 0)
-		return c->fd;
-	c->ssl = SSL_new(c->ctx);
-	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1)
-		return -ENOMEM;
-	SSL_set_tlsext_host_name(c->ssl, host);
-	if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(c->ssl), host) != 1)
-		SSL_set1_host(c->ssl, host);
-	ERR_clear_error();
-	if (SSL_connect(c->ssl) != 1)
-		return (*ret_err = ssl_reason()), -EPROTO;
-	return 0;
 }
 
 static int open_unix(struct conn *c, const char *path)
@@ -154,7 +36,7 @@ static int open_unix(struct conn *c, const char *path)
 		return -errno;
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -errno;
-	set_timeouts(c->fd);
+	conn_set_timeouts(c->fd);
 	return 0;
 }
 
@@ -171,8 +53,15 @@ static int open_one(const char *addr, const struct conn_tls *tls, struct conn **
 	c->next_id = 1;
 	if (strncmp(addr, "unix:", 5) == 0)
 		r = open_unix(c, addr + 5);
+#if CONN_WITH_TLS
 	else if (strncmp(addr, "tls:", 4) == 0)
-		r = open_tls(c, addr + 4, tls, ret_err);
+		r = conn_open_tls(c, addr + 4, tls, ret_err);
+#else
+	else if ((void)tls, strncmp(addr, "tls:", 4) == 0) {
+		*ret_err = "tls: servers need modsign-client-full";
+		r = -EPROTONOSUPPORT;
+	}
+#endif
 	else {
 		*ret_err = "unsupported address (expected unix:PATH or tls:HOST:PORT)";
 		r = -EINVAL;
@@ -211,8 +100,8 @@ void conn_close(struct conn *c)
 {
 	if (!c)
 		return;
-	SSL_free(c->ssl);
-	SSL_CTX_free(c->ctx);
+	if (c->tls_ops)
+		c->tls_ops->free(c);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->address);
@@ -234,24 +123,10 @@ uint64_t conn_next_id(struct conn *c)
 /* One send or recv on either transport: bytes moved, or -errno. */
 static ssize_t xfer(struct conn *c, void *buf, size_t len, bool out)
 {
-	size_t done = 0;
 	ssize_t n;
 
-	if (c->ssl) {
-		int ok = out ? SSL_write_ex(c->ssl, buf, len, &done) :
-			       SSL_read_ex(c->ssl, buf, len, &done);
-		int e = ok ? SSL_ERROR_NONE : SSL_get_error(c->ssl, 0);
-
-		if (ok)
-			return (ssize_t)done;
-		if (e == SSL_ERROR_ZERO_RETURN)
-			return out ? -EPIPE : 0;
-		if (e == SSL_ERROR_SYSCALL && errno == EAGAIN)
-			return -ETIMEDOUT;
-		if (!c->hangup && ERR_peek_last_error())
-			c->hangup = strdup(ssl_reason());
-		return out ? -EPIPE : -ECONNRESET;
-	}
+	if (c->tls_ops)
+		return c->tls_ops->xfer(c, buf, len, out);
 	n = out ? send(c->fd, buf, len, MSG_NOSIGNAL) : recv(c->fd, buf, len, 0);
 	if (n < 0)
 		return errno == EAGAIN ? -ETIMEDOUT : -errno;
@@ -270,19 +145,10 @@ static int note_hangup(struct conn *c, int err)
 	ssize_t n;
 	size_t used;
 
-	if (c->ssl) {
-		size_t got = 0;
-
-		/* The server's alert (expired, unknown CA...) or refusal frame
-		 * may be waiting behind the failed write. */
-		ERR_clear_error();
-		if (SSL_read_ex(c->ssl, buf, sizeof(buf), &got) == 1)
-			n = (ssize_t)got;
-		else {
-			if (!c->hangup && ERR_peek_last_error())
-				c->hangup = strdup(ssl_reason());
+	if (c->tls_ops) {
+		n = c->tls_ops->read_waiting(c, buf, sizeof(buf));
+		if (n < 0)
 			return err;
-		}
 	} else
 		n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
 	if (n > 0 && proto_frame_take(buf, (size_t)n, &msg, &used) > 0 && !c->hangup)

@@ -2,16 +2,27 @@
 /*
  * modsign-client: sign kernel modules through modsignd.  Global options
  * come before the command, as in git.
+ *
+ * Built twice from these sources.  kbuild runs the client once per module,
+ * so process start-up is most of a module's cost: the installed
+ * `modsign-client` is the lean build (CLIENT_LEAN), statically linked
+ * against the little it needs (json-c, SHA-2, libc), which signs over
+ * UNIX sockets.  Everything else (tls: servers, verify, status, cert,
+ * strip) it hands to `modsign-client-full` by exec, with the same
+ * arguments.  See docs/PERFORMANCE.md for what this buys.
  */
 #include <errno.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#if !CLIENT_LEAN
 #include <openssl/crypto.h>
+#endif
 
 #include "conf.h"
 
@@ -139,18 +150,58 @@ static void from_env(struct global *g)
 		g->servers[g->n_servers++] = v;
 }
 
-/*
- * kbuild runs the client once per module, so its start-up counts.  Parsing
- * openssl.cnf is a large part of it and only matters for TLS (the system's
- * security level and cipher policy): skip it when every server is local.
- */
-static void init_openssl(const struct global *g)
+static bool all_servers_local(const struct global *g)
 {
 	for (size_t i = 0; i < g->n_servers; i++)
 		if (strncmp(g->servers[i], "unix:", 5) != 0)
-			return;
-	OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
+			return false;
+	return true;
 }
+
+#if !CLIENT_LEAN
+/*
+ * Parsing openssl.cnf only matters for TLS (the system's security level
+ * and cipher policy): skip it when every server is local.
+ */
+static void init_openssl(const struct global *g)
+{
+	if (all_servers_local(g))
+		OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
+}
+#else
+/*
+ * Run modsign-client-full with our arguments: installed as
+ * ../libexec/modsign/modsign-client-full from our own directory, or next
+ * to us in the build tree.  Found from /proc/self/exe, not $PATH or the
+ * environment, so that it is always the one installed with us.
+ */
+static _noreturn_ void exec_full(char **argv, const char *why)
+{
+	static const char *const where[] = {
+		"%s/../libexec/modsign/modsign-client-full",
+		"%s/modsign-client-full",
+	};
+	char self[PATH_MAX], path[PATH_MAX + 64];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	int err = ENOENT;
+
+	if (n > 0) {
+		const char *dir;
+
+		self[n] = '\0';
+		dir = dirname(self);
+		for (size_t i = 0; i < ELEMENTSOF(where); i++) {
+			snprintf(path, sizeof(path), where[i], dir);
+			execv(path, argv);
+			if (errno != ENOENT)
+				err = errno;
+		}
+	}
+	warn_msg("%s needs modsign-client-full, which is not installed next to "
+		 "modsign-client: %s", why, strerror(err));
+	exit(1);
+}
+#endif
 
 static const char **global_slot(struct global *g, const char *opt)
 {
@@ -201,7 +252,9 @@ static int parse_global(int argc, char **argv, struct global *g, int *ret_ind)
 		return r;
 	if (g->n_servers == 0)
 		g->servers[g->n_servers++] = CONN_DEFAULT_SERVER;
+#if !CLIENT_LEAN
 	init_openssl(g);
+#endif
 	*ret_ind = i;
 	return 0;
 }
@@ -212,9 +265,11 @@ int main(int argc, char **argv)
 		const char *name;
 		int (*fn)(const struct global *, int, char **);
 	} cmds[] = {
-		{ "status", cmd_status }, { "cert", cmd_cert },
 		{ "sign", cmd_sign },     { "sign-file", cmd_sign_file },
+#if !CLIENT_LEAN
+		{ "status", cmd_status }, { "cert", cmd_cert },
 		{ "verify", cmd_verify }, { "strip", cmd_strip },
+#endif
 	};
 	struct global g = { 0 };
 	int ind;
@@ -223,6 +278,10 @@ int main(int argc, char **argv)
 	if (strcmp(basename(argv[0]), "sign-file") == 0) {
 		if (parse_global(1, argv, &g, &ind) < 0)
 			return EXIT_USAGE;
+#if CLIENT_LEAN
+		if (!all_servers_local(&g))
+			exec_full(argv, "a tls: server");
+#endif
 		return cmd_sign_file(&g, argc, argv);
 	}
 	if (parse_global(argc, argv, &g, &ind) < 0)
@@ -231,9 +290,17 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return EXIT_USAGE;
 	}
+#if CLIENT_LEAN
+	if (!all_servers_local(&g))
+		exec_full(argv, "a tls: server");
+#endif
 	for (size_t i = 0; i < ELEMENTSOF(cmds); i++)
 		if (strcmp(argv[ind], cmds[i].name) == 0)
 			return cmds[i].fn(&g, argc - ind, argv + ind);
+#if CLIENT_LEAN
+	exec_full(argv, argv[ind]); /* the full client knows it, or says so */
+#else
 	warn_msg("unknown command '%s' (try --help)", argv[ind]);
 	return EXIT_USAGE;
+#endif
 }

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#ifndef MODSIGN_CLIENT_CONN_INTERNAL_H
+#define MODSIGN_CLIENT_CONN_INTERNAL_H
+
+/* What conn.c shares with its TLS transport, conn-tls.c. */
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "conn.h"
+
+struct conn;
+
+/* A transport other than plain send/recv on the socket. */
+struct conn_ops {
+	/* One send or receive: bytes moved, 0 at end of stream (receive),
+	 * or -errno (-ETIMEDOUT, -EPIPE, -ECONNRESET). */
+	ssize_t (*xfer)(struct conn *c, void *buf, size_t len, bool out);
+	/* After a failed write: whatever the server sent before it hung up
+	 * (its refusal frame), bytes read or -errno. */
+	ssize_t (*read_waiting)(struct conn *c, void *buf, size_t len);
+	void (*free)(struct conn *c);
+};
+
+struct conn {
+	int fd;
+	const struct conn_ops *tls_ops; /* NULL on UNIX sockets */
+	void *tls;                      /* the transport's state */
+	char *address;
+	char *hangup; /* why the daemon hung up on us, if it said */
+	uint64_t next_id;
+	uint8_t *in;
+	size_t in_len, in_cap;
+};
+
+/* Give up on a daemon that does not answer (CONN_TIMEOUT_SEC). */
+void conn_set_timeouts(int fd);
+
+#if CONN_WITH_TLS
+/* Connect to "HOST:PORT" and complete the TLS handshake; on failure
+ * *@ret_err may name the reason (else strerror of the result). */
+int conn_open_tls(struct conn *c, const char *host_port,
+		  const struct conn_tls *tls, const char **ret_err);
+#endif
+
+#endif

@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The TLS transport of conn.c: TLS 1.3, the server verified against
+ * --tls-ca and the name it was asked for, our certificate for mutual TLS.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn-internal.h"
+#include "util.h"
+
+struct tls_state {
+	SSL_CTX *ctx;
+	SSL *ssl;
+};
+
+/* "HOST:PORT" or "[V6]:PORT" into host and port, in place. */
+static int split_host_port(char *hp, char **ret_host, char **ret_port)
+{
+	char *port = strrchr(hp, ':');
+
+	if (!port || !port[1] || port == hp)
+		return -EINVAL;
+	*port++ = '\0';
+	if (hp[0] == '[' && hp[strlen(hp) - 1] == ']') {
+		hp[strlen(hp) - 1] = '\0';
+		hp++;
+	}
+	*ret_host = hp;
+	*ret_port = port;
+	return 0;
+}
+
+static int connect_tcp(const char *host, const char *port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL, *a;
+	int fd = -EHOSTUNREACH;
+
+	if (getaddrinfo(host, port, &hints, &ai) != 0)
+		return -EHOSTUNREACH;
+	for (a = ai; a; a = a->ai_next) {
+		fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0) {
+			fd = -errno;
+			continue;
+		}
+		conn_set_timeouts(fd);
+		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+			break;
+		close(fd);
+		fd = -errno;
+	}
+	freeaddrinfo(ai);
+	return fd;
+}
+
+static const char *ssl_reason(void)
+{
+	static char buf[256];
+	unsigned long e = ERR_peek_last_error();
+	const char *reason = e ? ERR_reason_error_string(e) : NULL;
+
+	snprintf(buf, sizeof(buf), "TLS: %s", reason ?: "handshake failed");
+	ERR_clear_error();
+	return buf;
+}
+
+static int tls_context(const struct conn_tls *tls, SSL_CTX **ret, const char **ret_err)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+
+	if (!ctx)
+		return -ENOMEM;
+	SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	if (!tls || !tls->ca)
+		*ret_err = "tls: servers need --tls-ca";
+	else if (SSL_CTX_load_verify_locations(ctx, tls->ca, NULL) != 1)
+		*ret_err = tls->ca;
+	else if (tls->cert && SSL_CTX_use_certificate_chain_file(ctx, tls->cert) != 1)
+		*ret_err = tls->cert;
+	else if (tls->key && (SSL_CTX_use_PrivateKey_file(ctx, tls->key, SSL_FILETYPE_PEM) != 1 ||
+			      SSL_CTX_check_private_key(ctx) != 1))
+		*ret_err = tls->key;
+	else {
+		*ret = ctx;
+		return 0;
+	}
+	SSL_CTX_free(ctx);
+	ERR_clear_error();
+	return -EINVAL;
+}
+
+static ssize_t tls_xfer(struct conn *c, void *buf, size_t len, bool out)
+{
+	struct tls_state *t = c->tls;
+	size_t done = 0;
+	int ok = out ? SSL_write_ex(t->ssl, buf, len, &done) :
+		       SSL_read_ex(t->ssl, buf, len, &done);
+	int e = ok ? SSL_ERROR_NONE : SSL_get_error(t->ssl, 0);
+
+	if (ok)
+		return (ssize_t)done;
+	if (e == SSL_ERROR_ZERO_RETURN)
+		return out ? -EPIPE : 0;
+	if (e == SSL_ERROR_SYSCALL && errno == EAGAIN)
+		return -ETIMEDOUT;
+	if (ERR_peek_last_error())
+		conn_note_refusal(c, ssl_reason());
+	return out ? -EPIPE : -ECONNRESET;
+}
+
+/* The server's alert (expired, unknown CA...) or refusal frame may be
+ * waiting behind the failed write. */
+static ssize_t tls_read_waiting(struct conn *c, void *buf, size_t len)
+{
+	struct tls_state *t = c->tls;
+	size_t got = 0;
+
+	ERR_clear_error();
+	if (SSL_read_ex(t->ssl, buf, len, &got) == 1)
+		return (ssize_t)got;
+	if (ERR_peek_last_error())
+		conn_note_refusal(c, ssl_reason());
+	return -ECONNRESET;
+}
+
+static void tls_free(struct conn *c)
+{
+	struct tls_state *t = c->tls;
+
+	if (!t)
+		return;
+	SSL_free(t->ssl);
+	SSL_CTX_free(t->ctx);
+	free(t);
+	c->tls = NULL;
+}
+
+static const struct conn_ops tls_ops = {
+	.xfer = tls_xfer,
+	.read_waiting = tls_read_waiting,
+	.free = tls_free,
+};
+
+/* Connect, then check the server's certificate names the host we asked for. */
+int conn_open_tls(struct conn *c, const char *host_port, const struct conn_tls *tls,
+		  const char **ret_err)
+{
+	struct tls_state *t;
+	_cleanup_(freep) char *hp = strdup(host_port);
+	char *host, *port;
+	int r;
+
+	if (!hp)
+		return -ENOMEM;
+	if (split_host_port(hp, &host, &port) < 0)
+		return (*ret_err = "expected tls:HOST:PORT"), -EINVAL;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	c->tls = t;
+	c->tls_ops = &tls_ops;
+	r = tls_context(tls, &t->ctx, ret_err);
+	if (r < 0)
+		return r;
+	c->fd = connect_tcp(host, port);
+	if (c->fd < 0)
+		return c->fd;
+	t->ssl = SSL_new(t->ctx);
+	if (!t->ssl || SSL_set_fd(t->ssl, c->fd) != 1)
+		return -ENOMEM;
+	SSL_set_tlsext_host_name(t->ssl, host);
+	if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(t->ssl), host) != 1)
+		SSL_set1_host(t->ssl, host);
+	ERR_clear_error();
+	if (SSL_connect(t->ssl) != 1)
+		return (*ret_err = ssl_reason()), -EPROTO;
+	return 0;
+}
+
