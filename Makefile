@@ -9,8 +9,7 @@ VERSION  := 0.1
 PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
 SBINDIR  ?= $(PREFIX)/sbin
-# modsign-client finds modsign-client-full at $(BINDIR)/../libexec/modsign.
-LIBEXECDIR := $(BINDIR)/../libexec
+LIBEXECDIR ?= $(PREFIX)/libexec
 DATADIR  ?= $(PREFIX)/share/modsign
 MANDIR   ?= $(PREFIX)/share/man
 UNITDIR  ?= $(PREFIX)/lib/systemd/system
@@ -37,6 +36,8 @@ LIBS     := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcrypto -ljso
 CLIENT_LINK ?= static
 LEAN_LIBS   := -ljson-c -lcrypto
 LEAN_LDFLAGS := $(if $(filter static,$(CLIENT_LINK)),-static-pie,-pie) -Wl,-z,relro,-z,now $(LDFLAGS)
+# Where the lean client finds modsign-client-full, from its own directory.
+CLIENT_FULL_RELPATH := $(shell realpath -m --relative-to=$(BINDIR) $(LIBEXECDIR)/modsign/modsign-client-full)
 
 ifneq ($(SAN),)
 B        := build/san
@@ -48,16 +49,16 @@ endif
 
 LIB_SRC    := $(wildcard lib/*.c)
 DAEMON_SRC := $(wildcard modsignd/*.c)
-CLIENT_SRC := $(wildcard modsign-client/*.c)
+CLIENT_SRC := $(filter-out modsign-client/digest-lowlevel.c,$(wildcard modsign-client/*.c))
 # The lean client: the signing commands over UNIX sockets, no TLS, no X.509.
-LEAN_SRC   := main.c conn.c sign.c modfile.c paths.c
+LEAN_SRC   := main.c conn.c sign.c modfile.c paths.c digest-lowlevel.c
 UNIT_SRC   := $(wildcard tests/unit/test-*.c)
 
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/obj/%.o) $(B)/obj/genkey_template.o
 CLIENT_OBJ := $(CLIENT_SRC:%.c=$(B)/obj/%.o)
 LEAN_OBJ   := $(LEAN_SRC:%.c=$(B)/obj/lean/%.o)
-UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%) $(B)/tests/test-digest-lowlevel
 
 all: $(B)/modsignd $(B)/modsign-client $(B)/modsign-client-full
 
@@ -70,16 +71,26 @@ $(B)/modsignd: $(DAEMON_OBJ) $(B)/libmodsign.a
 $(B)/modsign-client-full: $(CLIENT_OBJ) $(B)/libmodsign.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
-$(B)/modsign-client: $(LEAN_OBJ) $(B)/libmodsign.a
-	$(CC) $(LEAN_LDFLAGS) -o $@ $^ $(LEAN_LIBS)
+# The lean client's own hashing (digest-lowlevel.o) comes before the
+# library, whose EVP hashing it replaces.
+$(B)/modsign-client: $(LEAN_OBJ) $(B)/libmodsign.a $(B)/lean.flags
+	$(CC) $(LEAN_LDFLAGS) -o $@ $(LEAN_OBJ) $(B)/libmodsign.a $(LEAN_LIBS)
+
+# Relink and recompile the lean client when how it is linked, or where it
+# looks for modsign-client-full, changes.
+LEAN_FLAGS := $(LEAN_LDFLAGS) $(LEAN_LIBS) $(CLIENT_FULL_RELPATH)
+$(B)/lean.flags: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(LEAN_FLAGS)' | cmp -s - $@ || echo '$(LEAN_FLAGS)' > $@
+FORCE:
 
 $(B)/obj/modsign-client/%.o: modsign-client/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DCONN_WITH_TLS=1 -c -o $@ $<
 
-$(B)/obj/lean/%.o: modsign-client/%.c
+$(B)/obj/lean/%.o: modsign-client/%.c $(B)/lean.flags
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -DCLIENT_LEAN=1 -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -DCLIENT_LEAN=1 -DCLIENT_FULL_RELPATH='"$(CLIENT_FULL_RELPATH)"' -c -o $@ $<
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -97,6 +108,11 @@ $(B)/obj/genkey_template.o: $(B)/genkey_template.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(B)/tests/%: tests/unit/%.c $(B)/libmodsign.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+# test-digest again, against the lean client's hashing.
+$(B)/tests/test-digest-lowlevel: tests/unit/test-digest.c $(B)/obj/lean/digest-lowlevel.o $(B)/libmodsign.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
@@ -146,7 +162,7 @@ clean:
 	       build/modsign-client-full \
 	       build/libmodsign.a build/genkey_template.c
 
-.PHONY: all unit deps check check-quick qemu-check demo install format clean
+.PHONY: FORCE all unit deps check check-quick qemu-check demo install format clean
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
 
 # ---- fuzzing and sanitizers (tests/fuzz) ----
@@ -159,7 +175,7 @@ clean:
 FUZZ_CC      ?= clang-14
 FUZZ_SECONDS ?= 60
 FUZZ_B       := build/fuzz
-FUZZ_NAMES   := proto-frame request modsig pkcs7-verify base64-hex certgen \
+FUZZ_NAMES   := proto-frame request modsig pkcs7-verify base64-hex certgen certfp \
                 $(if $(wildcard lib/conf.c),conf)
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer

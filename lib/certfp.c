@@ -42,6 +42,9 @@ static int pem_certificate(const char *pem, uint8_t **ret, size_t *ret_len)
 			break;
 	}
 	p += sizeof(begin) - 1;
+	p += *p == '\r';
+	if (*p != '\n') /* nothing else on the armour line */
+		return -EBADMSG;
 	q = strstr(p, end);
 	if (!q || q[-1] != '\n')
 		return -EBADMSG;
@@ -58,13 +61,21 @@ static int pem_certificate(const char *pem, uint8_t **ret, size_t *ret_len)
 int cert_file_fingerprint(const char *path, char **ret)
 {
 	_cleanup_(freep) char *buf = NULL;
-	_cleanup_(freep) uint8_t *der = NULL;
-	size_t n, der_len;
+	size_t n;
 	int r;
 
 	r = read_file(path, CERT_MAX_FILE, 0, &buf, &n);
 	if (r < 0)
 		return r;
+	return cert_buf_fingerprint(buf, n, ret);
+}
+
+int cert_buf_fingerprint(const char *buf, size_t n, char **ret)
+{
+	_cleanup_(freep) uint8_t *der = NULL;
+	size_t der_len;
+	int r;
+
 	if (looks_like_der(buf, n))
 		return cert_fingerprint((const uint8_t *)buf, n, ret);
 	if (strlen(buf) != n) /* a NUL inside: neither PEM nor DER */

@@ -27,4 +27,8 @@ int cert_fingerprint(const uint8_t *der, size_t len, char **ret);
  */
 int cert_file_fingerprint(const char *path, char **ret);
 
+/* The same of the file's contents: @n bytes at @buf, and a NUL after them
+ * (as read_file() leaves it). */
+int cert_buf_fingerprint(const char *buf, size_t n, char **ret);
+
 #endif

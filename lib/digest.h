@@ -10,10 +10,9 @@
  * sha224, but sha1 is broken for signatures and neither is offered by
  * CONFIG_MODULE_SIG_SHA*; md5 was never accepted.
  *
- * This file hashes without OpenSSL's EVP layer, so that the client's
- * per-module path needs neither libcrypto's providers nor its shared
- * object (see docs/PERFORMANCE.md); digest_evp() in digest-evp.c maps an
- * algorithm to OpenSSL's EVP_MD for the code that signs and verifies.
+ * The hashing itself is done by one of two implementations
+ * (digest-backend.h): OpenSSL's EVP in libmodsign, the low-level SHA-2
+ * functions in the lean client.
  */
 #define DIGEST_MAX_LEN 64 /* SHA-512 */
 #define DIGEST_DEFAULT "sha256"

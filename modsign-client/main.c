@@ -11,13 +11,16 @@
  * strip) it hands to `modsign-client-full` by exec, with the same
  * arguments.  See docs/PERFORMANCE.md for what this buys.
  */
+#define _GNU_SOURCE /* O_PATH, environ */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #if !CLIENT_LEAN
@@ -150,6 +153,7 @@ static void from_env(struct global *g)
 		g->servers[g->n_servers++] = v;
 }
 
+#if !CLIENT_LEAN
 static bool all_servers_local(const struct global *g)
 {
 	for (size_t i = 0; i < g->n_servers; i++)
@@ -158,7 +162,6 @@ static bool all_servers_local(const struct global *g)
 	return true;
 }
 
-#if !CLIENT_LEAN
 /*
  * Parsing openssl.cnf only matters for TLS (the system's security level
  * and cipher policy): skip it when every server is local.
@@ -169,32 +172,69 @@ static void init_openssl(const struct global *g)
 		OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
 }
 #else
+static bool any_tls_server(const struct global *g)
+{
+	for (size_t i = 0; i < g->n_servers; i++)
+		if (strncmp(g->servers[i], "tls:", 4) == 0)
+			return true;
+	return false;
+}
+
 /*
- * Run modsign-client-full with our arguments: installed as
- * ../libexec/modsign/modsign-client-full from our own directory, or next
- * to us in the build tree.  Found from /proc/self/exe, not $PATH or the
- * environment, so that it is always the one installed with us.
+ * Open @path if it may be run in our place: a regular file owned by root
+ * or by us, writable by nobody else, and not this very program (a lean
+ * client installed under the full one's name would exec itself forever).
+ */
+static int open_full(const char *path, const struct stat *self)
+{
+	struct stat st;
+	int fd = open(path, O_PATH | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & 022) ||
+	    (st.st_dev == self->st_dev && st.st_ino == self->st_ino)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+/*
+ * Run modsign-client-full with our arguments: installed at
+ * CLIENT_FULL_RELPATH from our own directory (the Makefile computes it
+ * from BINDIR and LIBEXECDIR), or next to us as in the build tree.  Found
+ * from /proc/self/exe, not $PATH or the environment, so that it is always
+ * the one installed with us.
  */
 static _noreturn_ void exec_full(char **argv, const char *why)
 {
 	static const char *const where[] = {
-		"%s/../libexec/modsign/modsign-client-full",
+		"%s/" CLIENT_FULL_RELPATH,
 		"%s/modsign-client-full",
 	};
-	char self[PATH_MAX], path[PATH_MAX + 64];
+	char self[PATH_MAX], path[PATH_MAX + 256];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	struct stat self_st;
 	int err = ENOENT;
 
-	if (n > 0) {
+	if (n > 0 && stat("/proc/self/exe", &self_st) == 0) {
 		const char *dir;
 
 		self[n] = '\0';
 		dir = dirname(self);
 		for (size_t i = 0; i < ELEMENTSOF(where); i++) {
+			int fd;
+
 			snprintf(path, sizeof(path), where[i], dir);
-			execv(path, argv);
-			if (errno != ENOENT)
-				err = errno;
+			fd = open_full(path, &self_st);
+			if (fd >= 0) {
+				fexecve(fd, argv, environ);
+				fd = -errno;
+			}
+			if (fd != -ENOENT)
+				err = -fd;
 		}
 	}
 	warn_msg("%s needs modsign-client-full, which is not installed next to "
@@ -271,6 +311,10 @@ int main(int argc, char **argv)
 		{ "verify", cmd_verify }, { "strip", cmd_strip },
 #endif
 	};
+#if CLIENT_LEAN
+	/* modsign-client-full's commands */
+	static const char *const full_only[] = { "status", "cert", "verify", "strip" };
+#endif
 	struct global g = { 0 };
 	int ind;
 
@@ -279,7 +323,7 @@ int main(int argc, char **argv)
 		if (parse_global(1, argv, &g, &ind) < 0)
 			return EXIT_USAGE;
 #if CLIENT_LEAN
-		if (!all_servers_local(&g))
+		if (any_tls_server(&g))
 			exec_full(argv, "a tls: server");
 #endif
 		return cmd_sign_file(&g, argc, argv);
@@ -291,16 +335,15 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 #if CLIENT_LEAN
-	if (!all_servers_local(&g))
+	if (any_tls_server(&g))
 		exec_full(argv, "a tls: server");
+	for (size_t i = 0; i < ELEMENTSOF(full_only); i++)
+		if (strcmp(argv[ind], full_only[i]) == 0)
+			exec_full(argv, argv[ind]);
 #endif
 	for (size_t i = 0; i < ELEMENTSOF(cmds); i++)
 		if (strcmp(argv[ind], cmds[i].name) == 0)
 			return cmds[i].fn(&g, argc - ind, argv + ind);
-#if CLIENT_LEAN
-	exec_full(argv, argv[ind]); /* the full client knows it, or says so */
-#else
 	warn_msg("unknown command '%s' (try --help)", argv[ind]);
 	return EXIT_USAGE;
-#endif
 }

@@ -215,13 +215,17 @@ limit_again() { # KEY: measure its algorithm again, set LIMIT[KEY] to the higher
 
 # The empty program, one process per module, as the per-module runs: the
 # most that any signer started once per module can reach on this machine.
+# Measured next to each key's per-module runs; other work can only lower
+# it, so the highest is the ceiling.
+FLOOR=0
 floor_run() {
-	local s e
+	local s e r
 	s=$(now)
 	(cd "$W/stripped" && run_empty) || die "empty program"
 	e=$(now)
-	FLOOR=$(calc %.1f "$NPP / ($e - $s)")
-	log "empty static program, one process per module: $FLOOR/s"
+	r=$(calc %.1f "$NPP / ($e - $s)")
+	FLOOR=$(calc %.1f "$r > $FLOOR ? $r : $FLOOR")
+	log "empty static program, one process per module: $r/s"
 }
 
 declare -A RATE
@@ -247,6 +251,7 @@ main_runs() { # KEY LABEL
 	fi
 	timed "$W/pp.list" "$CERT" "$label modsign-client sign-file" run_perproc
 	RATE[$KEY.b]=$(calc %.1f "$NPP / $SECS")
+	floor_run
 	limit_again "$KEY"
 	lim=${LIMIT[$KEY]}
 	timed "$W/list" "$CERT" "$label modsign-client sign (batch)" run_batch
@@ -512,8 +517,8 @@ EOF
 	cat >>"$f" <<EOF
 
 The ceiling of the one-process-per-module rows: an empty statically linked
-program started the same way (\`xargs -P $NPROC\`, one process per module)
-runs at $FLOOR/s, $(calc %.2fx "$FLOOR / ${RATE[rsa2048.a]}") sign-file's RSA-2048 rate and
+program started the same way (\`xargs -P $NPROC\`, one process per module;
+the best of one run after each key's per-module runs) runs at $FLOOR/s, $(calc %.2fx "$FLOOR / ${RATE[rsa2048.a]}") sign-file's RSA-2048 rate and
 $(calc %.2fx "$FLOOR / ${RATE[rsa4096.a]}") its RSA-4096 rate. No signer started once per module
 can go faster here, whatever it does; the signing itself comes on top.
 EOF
@@ -664,7 +669,6 @@ main() {
 	export MODSIGN_SERVER=unix:$W/sock
 	openssl_limits
 	: >"$W/main.md"
-	floor_run
 	main_runs rsa2048 RSA-2048
 	main_runs rsa4096 RSA-4096
 	main_runs p384 "ECDSA P-384"

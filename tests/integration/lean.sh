@@ -11,17 +11,25 @@ start_daemon "$T/sock" --key default=ephemeral:rsa2048 || exit 1
 export MODSIGN_SERVER=unix:$T/sock
 $CLIENT cert >"$T/cert.pem"
 
-# Linked as make built it: no shared objects at all unless CLIENT_LINK=dynamic
-# (or a sanitizer build); in every build, never libcrypto's or libssl's.
+# Linked as make built it: statically (the default), or against shared
+# libraries with CLIENT_LINK=dynamic or a sanitizer build; either way never
+# libssl, and none of OpenSSL's EVP or provider code.  The full client is
+# the twin that has them.
 readelf -d "$CLIENT" >"$T/lean.dyn" 2>&1
 readelf -d "$FULL" >"$T/full.dyn" 2>&1
-if [[ $B == */san ]] || [ "${CLIENT_LINK:-static}" = dynamic ]; then
-	pass "lean-client-static (not a static build)"
+if readelf -l "$CLIENT" | grep -q "Requesting program interpreter"; then
+	nm -D "$CLIENT" >"$T/lean.syms" 2>&1
+	pass "lean-client-dynamic (CLIENT_LINK=dynamic or sanitizers)"
 else
+	nm "$CLIENT" >"$T/lean.syms" 2>&1
 	refute lean-client-static grep -q "(NEEDED)" "$T/lean.dyn"
 fi
-refute lean-client-no-libcrypto grep -Eq "NEEDED.*lib(crypto|ssl)" "$T/lean.dyn"
+nm -D "$FULL" >"$T/full.syms" 2>&1
+refute lean-client-no-libssl grep -Eq "NEEDED.*libssl" "$T/lean.dyn"
+check lean-client-has-symbols grep -q "SHA256_Init" "$T/lean.syms"
+refute lean-client-no-evp grep -Eq "EVP_Digest|EVP_MD_fetch|OSSL_PROVIDER_" "$T/lean.syms"
 check full-client-links-libssl grep -Eq "NEEDED.*libssl" "$T/full.dyn"
+check full-client-hashes-with-evp grep -q "EVP_DigestInit_ex" "$T/full.syms"
 
 # A lone copy of the lean client: signs, verifies nothing.
 mkdir "$T/lone"
@@ -43,12 +51,33 @@ check lone-verify-one-line test "$(wc -l <"$T/out")" -eq 1
 check lone-tls-says-why grep -q "a tls: server needs modsign-client-full" "$T/out"
 check lone-tls-module-untouched test "$(sha "$T/a.ko")" = "$sum"
 
+# Unknown commands and addresses are refused by the lean client as by the
+# full one, without a hand-over.
+"$T/lone/modsign-client" frobnicate "$T/a.ko" >"$T/out" 2>&1
+rc=$?
+check lone-unknown-command-usage test $rc -eq 2
+check lone-unknown-command-says grep -q "unknown command 'frobnicate'" "$T/out"
+"$T/lone/modsign-client" --server "$T/sock" sign "$T/a.ko" >"$T/out" 2>&1
+check lone-bad-address-says grep -q "unsupported address" "$T/out"
+check lone-bad-address-untouched test "$(sha "$T/a.ko")" = "$sum"
+
+# What the lean and the full client sign is the same, byte for byte
+# (RSA PKCS#1 v1.5 is deterministic).
+for f in l1 f1 l2 f2; do cp "$mod" "$T/$f.ko"; $CLIENT strip "$T/$f.ko"; done
+"$CLIENT" sign "$T/l1.ko" && "$FULL" sign "$T/f1.ko"
+check lean-full-sign-identical cmp "$T/l1.ko" "$T/f1.ko"
+"$CLIENT" sign-file sha512 modsign:default "$T/cert.pem" "$T/l2.ko" &&
+	"$FULL" sign-file sha512 modsign:default "$T/cert.pem" "$T/f2.ko"
+check lean-full-sign-file-identical cmp "$T/l2.ko" "$T/f2.ko"
+refute lean-full-differ-by-hash cmp "$T/l1.ko" "$T/l2.ko"
+
 # The installed layout: bin/modsign-client finds libexec/modsign/modsign-client-full.
 mkdir -p "$T/inst/bin" "$T/inst/libexec/modsign"
 cp "$CLIENT" "$T/inst/bin/modsign-client"
 cp "$FULL" "$T/inst/libexec/modsign/modsign-client-full"
 check installed-layout-verify "$T/inst/bin/modsign-client" verify --cert "$T/cert.pem" "$T/a.ko"
-"$T/inst/bin/modsign-client" status >"$T/status" 2>&1
+# global options before the command travel with the hand-over
+env -u MODSIGN_SERVER "$T/inst/bin/modsign-client" --server "unix:$T/sock" status >"$T/status" 2>&1
 check installed-layout-status grep -q "key default (default): rsa2048" "$T/status"
 # twin: a tampered module still fails through the hand-over
 cp "$T/a.ko" "$T/t.ko"
@@ -68,3 +97,21 @@ $CLIENT strip "$T/c.ko"
 sum=$(sha "$T/c.ko")
 refute as-sign-file-other-cert "$T/sign-file" sha256 whatever.pem "$T/other.pem" "$T/c.ko"
 check as-sign-file-other-cert-untouched test "$(sha "$T/c.ko")" = "$sum"
+
+# Only a trustworthy full client is run: not one anybody may rewrite, and
+# not the lean client itself under the full one's name (that would exec
+# itself forever).
+mkdir "$T/loose" "$T/loop"
+cp "$CLIENT" "$T/loose/modsign-client"
+cp "$FULL" "$T/loose/modsign-client-full"
+chmod 0777 "$T/loose/modsign-client-full"
+"$T/loose/modsign-client" verify --cert "$T/cert.pem" "$T/a.ko" >"$T/out" 2>&1
+check writable-full-refused grep -q "needs modsign-client-full.*Operation not permitted" "$T/out"
+chmod 0755 "$T/loose/modsign-client-full"
+check safe-full-accepted "$T/loose/modsign-client" verify --cert "$T/cert.pem" "$T/a.ko"
+cp "$CLIENT" "$T/loop/modsign-client"
+ln "$T/loop/modsign-client" "$T/loop/modsign-client-full"
+timeout 20 "$T/loop/modsign-client" status >"$T/out" 2>&1
+rc=$?
+check self-as-full-no-loop test $rc -eq 1
+check self-as-full-says grep -q "needs modsign-client-full" "$T/out"
