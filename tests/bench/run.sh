@@ -628,6 +628,23 @@ function is not on the path. Under valgrind OpenSSL sees fewer CPU features,
 so the SHA-256 and RSA counts are for its portable code.)
 EOF
 	fi
+	cat >>"$f" <<'EOF'
+
+Why the per-module client looks like this: kbuild starts the signing
+command once per module, so a module costs a process start plus whatever
+the program does before and after its one request.  Each shared object
+costs about a millisecond to map and relocate here, and libcrypto's
+provider start-up (`EVP_MD_fetch`, `OPENSSL_init_crypto`) as much again,
+so `modsign-client` is built lean: statically linked (static-pie) against
+json-c, libc and OpenSSL's low-level SHA-2 objects only, it signs over
+UNIX sockets and hands TLS and the other commands to
+`modsign-client-full`. Static linking means a rebuild for security fixes
+in those three (Debian: `Built-Using`); `make CLIENT_LINK=dynamic` links
+the shared ones instead, and every module pays for loading libcrypto.so
+again, more than all the rest of the client. The low-level SHA-2 functions
+bypass OpenSSL's providers; sites that need a FIPS provider to hash sign
+with `modsign-client-full`, which uses EVP.
+EOF
 	local r4b=${RATE[rsa4096.b]} r4a=${RATE[rsa4096.a]} r2b=${RATE[rsa2048.b]} r2a=${RATE[rsa2048.a]}
 	cat >>"$f" <<EOF
 
