@@ -77,7 +77,7 @@ cp "$T/good.ko" "$T/rodir/m.ko"
 chown nobody "$T/rodir/m.ko"
 chmod 0555 "$T/rodir"
 bad_input read-only-directory "$T/rodir/m.ko" "cannot create a file in its directory" \
-	runuser -u nobody -- $C sign "$T/rodir/m.ko"
+	runuser -u nobody -- "$(nobody_client)" sign "$T/rodir/m.ko"
 
 bad_input unknown-key "$T/good.ko" "unknown key" $C sign --key nosuch "$T/good.ko"
 NAMED=md5 bad_input refuses-md5 "$T/good.ko" "md5" $C sign --hash md5 "$T/good.ko"

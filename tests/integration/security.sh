@@ -14,16 +14,16 @@ start_daemon "$T/sock" --key default=ephemeral:ecdsa-p256 --allow uid:0 --socket
 mkdir -m 0777 "$T/nb"
 cp "$mod" "$T/nb/m.ko" && chown nobody:nogroup "$T/nb/m.ko"
 before=$(sha "$T/nb/m.ko")
-refute allow-list-refuses-nobody runuser -u nobody -- $C --server "unix:$T/sock" status
+refute allow-list-refuses-nobody runuser -u nobody -- "$(nobody_client)" --server "unix:$T/sock" status
 cp "$T/last.out" "$T/refused.out"
 check allow-list-says-permission-denied grep -q "permission denied" "$T/refused.out"
-refute allow-list-refuses-nobody-sign runuser -u nobody -- $C --server "unix:$T/sock" sign "$T/nb/m.ko"
+refute allow-list-refuses-nobody-sign runuser -u nobody -- "$(nobody_client)" --server "unix:$T/sock" sign "$T/nb/m.ko"
 check allow-list-module-untouched test "$(sha "$T/nb/m.ko")" = "$before"
 check allow-list-refusal-logged grep -q "uid:65534.*refused\|refused.*uid:65534\|uid=65534.*refused" "$T/modsignd.log"
 check allow-list-admits-root $C --server "unix:$T/sock" status
 # Twin: the same peer, allowed, is served.
 start_daemon "$T/sock2" --key default=ephemeral:ecdsa-p256 --allow user:nobody --socket-mode 0666 || exit 1
-check allow-list-admits-nobody-when-allowed runuser -u nobody -- $C --server "unix:$T/sock2" sign "$T/nb/m.ko"
+check allow-list-admits-nobody-when-allowed runuser -u nobody -- "$(nobody_client)" --server "unix:$T/sock2" sign "$T/nb/m.ko"
 
 # ---- the private key never reaches the disk ---------------------------------
 # Trace every syscall that creates, names or fills a file, with the path
@@ -92,7 +92,9 @@ refute key-trace-catches-write-to-open-file analyze "$T/twin2.out"
 
 # ---- not dumpable: no ptrace, no /proc/PID/environ for its own uid ----------
 chown nobody "$T/nb"
-runuser -u nobody -- env MODSIGN_TEST_SECRET=hunter2 "$MODSIGND" --listen "unix:$T/nb/s" \
+nobody_client >/dev/null # makes $T/bin, copies other users can run
+cp "$MODSIGND" "$T/bin/modsignd" && chmod 755 "$T/bin/modsignd"
+runuser -u nobody -- env MODSIGN_TEST_SECRET=hunter2 "$T/bin/modsignd" --listen "unix:$T/nb/s" \
 	--key default=ephemeral:ecdsa-p256 --allow user:nobody 2>"$T/nobody.log" &
 DAEMON_PIDS+=($!)
 for _ in $(seq 1 200); do [ -S "$T/nb/s" ] && break; sleep 0.05; done
