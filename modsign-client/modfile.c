@@ -36,7 +36,7 @@ int modfile_open(const char *path, bool for_write, struct modfile *ret,
 	ssize_t n;
 	int r;
 
-	*ret = (struct modfile){ .path = path, .fd = -1 };
+	*ret = (struct modfile){ .path = path, .fd = -1, .out = -1 };
 	*ret_err = NULL;
 	ret->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (for_write ? O_NOFOLLOW : 0));
 	if (ret->fd < 0) {
@@ -87,9 +87,12 @@ fail:
 
 void modfile_close(struct modfile *m)
 {
-	if (m->fd >= 0)
-		close(m->fd);
-	m->fd = -1;
+	if (m->fd < 0) /* never opened, or closed already */
+		return;
+	close(m->fd);
+	if (m->out >= 0) /* the new file; unnamed, so dropped, unless committed */
+		close(m->out);
+	m->fd = m->out = -1;
 }
 
 int modfile_digest(struct modfile *m, const struct digest *md, uint8_t *out,
@@ -156,15 +159,11 @@ static int copy_body(int in, int out, size_t len)
 	return 0;
 }
 
-static int write_content(struct modfile *m, int out, const uint8_t *sig,
-			 size_t sig_len)
+static int write_signature(int out, const uint8_t *sig, size_t sig_len)
 {
 	uint8_t trailer[MODSIG_TRAILER_LEN];
 	int r;
 
-	r = copy_body(m->fd, out, m->sig.body_len);
-	if (r < 0 || !sig)
-		return r;
 	r = modsig_trailer(sig_len, trailer);
 	if (r < 0)
 		return r;
@@ -210,44 +209,69 @@ static int open_temp(const char *dir)
 	return fd < 0 ? -errno : fd;
 }
 
-int modfile_write(struct modfile *m, const char *dest, const uint8_t *sig,
-		  size_t sig_len, const char **ret_err)
+int modfile_prepare(struct modfile *m, const char *dest, const char **ret_err)
 {
-	_cleanup_(freep) char *d1 = NULL, *d2 = NULL;
-	_cleanup_(closep) int out = -1;
-	char tmp[4096];
-	const char *dir, *base;
+	_cleanup_(freep) char *d = NULL;
 	int r;
 
 	*ret_err = NULL;
-	dest = dest ?: m->path;
-	d1 = strdup(dest);
-	d2 = strdup(dest);
-	if (!d1 || !d2)
+	m->dest = dest ?: m->path;
+	d = strdup(m->dest);
+	if (!d)
 		return -ENOMEM;
-	dir = dirname(d1);
-	base = basename(d2);
-
-	out = open_temp(dir);
-	if (out < 0)
-		return (*ret_err = "cannot create a file in its directory"), out;
-	r = write_content(m, out, sig, sig_len);
+	m->out = open_temp(dirname(d));
+	if (m->out < 0) {
+		r = m->out;
+		m->out = -1;
+		return (*ret_err = "cannot create a file in its directory"), r;
+	}
+	r = copy_body(m->fd, m->out, m->sig.body_len);
 	if (r < 0)
 		return (*ret_err = r == -ESTALE ? NULL : "cannot write the new module"), r;
-	if (fchmod(out, m->st.st_mode & 07777) < 0)
+	if (fchmod(m->out, m->st.st_mode & 07777) < 0)
 		return (*ret_err = "cannot set the mode"), -errno;
 	if ((m->st.st_uid != geteuid() || m->st.st_gid != getegid()) &&
-	    fchown(out, m->st.st_uid, m->st.st_gid) < 0)
+	    fchown(m->out, m->st.st_uid, m->st.st_gid) < 0)
 		return (*ret_err = "cannot keep the owner"), -errno;
+	return 0;
+}
+
+int modfile_commit(struct modfile *m, const uint8_t *sig, size_t sig_len,
+		   const char **ret_err)
+{
+	_cleanup_(freep) char *d1 = NULL, *d2 = NULL;
+	char tmp[4096];
+	int r;
+
+	*ret_err = NULL;
+	if (m->out < 0)
+		return -EBADF;
+	if (sig) {
+		r = write_signature(m->out, sig, sig_len);
+		if (r < 0)
+			return (*ret_err = "cannot write the new module"), r;
+	}
 	if (!unchanged(m))
 		return -ESTALE;
-	r = link_temp(out, dir, base, tmp, sizeof(tmp));
+	d1 = strdup(m->dest);
+	d2 = strdup(m->dest);
+	if (!d1 || !d2)
+		return -ENOMEM;
+	r = link_temp(m->out, dirname(d1), basename(d2), tmp, sizeof(tmp));
 	if (r < 0)
 		return (*ret_err = "cannot link the new module"), r;
-	if (rename(tmp, dest) < 0) {
+	if (rename(tmp, m->dest) < 0) {
 		r = -errno;
 		unlink(tmp);
 		return (*ret_err = "cannot rename the new module into place"), r;
 	}
 	return 0;
+}
+
+int modfile_write(struct modfile *m, const char *dest, const uint8_t *sig,
+		  size_t sig_len, const char **ret_err)
+{
+	int r = modfile_prepare(m, dest, ret_err);
+
+	return r < 0 ? r : modfile_commit(m, sig, sig_len, ret_err);
 }

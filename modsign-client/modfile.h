@@ -23,6 +23,8 @@ struct modfile {
 	int fd;
 	struct stat st;
 	struct modsig_info sig;
+	const char *dest; /* borrowed: where modfile_commit() puts it */
+	int out;          /* the unnamed new file, -1 until prepared */
 };
 
 /*
@@ -50,5 +52,16 @@ int modfile_read_sig(struct modfile *m, uint8_t **ret);
  */
 int modfile_write(struct modfile *m, const char *dest, const uint8_t *sig,
 		  size_t sig_len, const char **ret_err);
+
+/*
+ * modfile_write() in two steps, so that a signer can do the first while
+ * the daemon signs: prepare the unnamed new file (body, mode, owner) in
+ * @dest's directory, then commit it (signature and trailer, the check
+ * that the module did not change, the rename).  modfile_close() without a
+ * commit drops the new file.  Errors as modfile_write().
+ */
+int modfile_prepare(struct modfile *m, const char *dest, const char **ret_err);
+int modfile_commit(struct modfile *m, const uint8_t *sig, size_t sig_len,
+		   const char **ret_err);
 
 #endif

@@ -34,6 +34,8 @@ struct item {
 	const char *dest; /* NULL: in place */
 	struct modfile m;
 	bool sent, done, ok;
+	int prep_err;          /* modfile_prepare() failed: not written */
+	const char *prep_why;
 };
 
 static json_object *sign_request(uint64_t id, const struct sign_opts *o,
@@ -92,7 +94,16 @@ static int item_send(struct conn *c, const struct sign_opts *o, struct item *it,
 	if (r < 0)
 		return r;
 	it->sent = true;
+	/* While the daemon signs: the new file, all but the signature. */
+	it->prep_err = modfile_prepare(&it->m, it->dest, &it->prep_why);
 	return 0;
+}
+
+static void warn_write(const struct item *it, int r, const char *why)
+{
+	warn_msg("%s: %s%s%s", it->dest ?: it->path,
+		 r == -ESTALE ? "changed while being signed" : why ?: "",
+		 why && r != -ESTALE ? ": " : "", r == -ESTALE ? "" : strerror(-r));
 }
 
 static int check_signer(const struct sign_opts *o, json_object *reply)
@@ -126,13 +137,12 @@ static void item_finish(const struct sign_opts *o, struct item *it,
 		   base64_decode(b64, &sig, &len) < 0 || len == 0 || len > MODSIG_MAX_SIG) {
 		warn_msg("%s: malformed signature from modsignd", it->path);
 		r = -EBADMSG;
+	} else if ((r = it->prep_err) < 0) {
+		warn_write(it, r, it->prep_why);
 	} else {
-		r = modfile_write(&it->m, it->dest, sig, len, &why);
+		r = modfile_commit(&it->m, sig, len, &why);
 		if (r < 0)
-			warn_msg("%s: %s%s%s", it->dest ?: it->path,
-				 r == -ESTALE ? "changed while being signed" : why ?: "",
-				 why && r != -ESTALE ? ": " : "",
-				 r == -ESTALE ? "" : strerror(-r));
+			warn_write(it, r, why);
 	}
 	modfile_close(&it->m);
 	it->done = true;
