@@ -32,15 +32,11 @@ size_t digest_size(const struct digest *d)
 	return d->size;
 }
 
-int digest_buf(const void *buf, size_t len, const struct digest *d,
-	       uint8_t *out, size_t *ret_len)
+/* End @s: with the digest in @out if all went well (@r is 0), else
+ * dropped and @r returned. */
+static int finish(struct digest_state *s, int r, const struct digest *d,
+		  uint8_t *out, size_t *ret_len)
 {
-	struct digest_state *s;
-	int r = digest_begin(d, &s);
-
-	if (r < 0)
-		return r;
-	r = digest_add(s, buf, len);
 	if (r < 0) {
 		digest_end(s, NULL);
 		return r;
@@ -49,6 +45,17 @@ int digest_buf(const void *buf, size_t len, const struct digest *d,
 	if (r == 0)
 		*ret_len = d->size;
 	return r;
+}
+
+int digest_buf(const void *buf, size_t len, const struct digest *d,
+	       uint8_t *out, size_t *ret_len)
+{
+	struct digest_state *s;
+	int r = digest_begin(d, &s);
+
+	if (r < 0)
+		return r;
+	return finish(s, digest_add(s, buf, len), d, out, ret_len);
 }
 
 /* Read in large chunks rather than mmap: a module rewritten under us must
@@ -84,12 +91,5 @@ int digest_fd(int fd, size_t len, const struct digest *d, uint8_t *out,
 			done += (size_t)got;
 		}
 	}
-	if (r < 0) {
-		digest_end(s, NULL);
-		return r;
-	}
-	r = digest_end(s, out);
-	if (r == 0)
-		*ret_len = d->size;
-	return r;
+	return finish(s, r, d, out, ret_len);
 }
