@@ -165,14 +165,25 @@ verify_run() { # CERT LIST WHAT
 }
 
 # timed LIST CERT WHAT COMMAND...: run COMMAND in a fresh copy, verify, set SECS.
+# CPU time of the whole machine (all CPUs, busy jiffies) and of the daemon.
+busy_jiffies() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+daemon_jiffies() { awk '{print $14 + $15}' "/proc/$DPID/stat"; }
+# ms of CPU per module from jiffies over COUNT modules
+per_module_ms() { calc %.2f "1000 * ($1) / $(getconf CLK_TCK) / $2"; }
+
+# ... and sets BUSY_MS / DAEMON_MS: CPU per module, all CPUs and the daemon.
 timed() {
-	local list=$1 cert=$2 what=$3 s e
+	local list=$1 cert=$2 what=$3 s e b0 b1 d0 d1
 	shift 3
 	fresh "$list"
+	b0=$(busy_jiffies); d0=$(daemon_jiffies)
 	s=$(now)
 	(cd "$W/run" && "$@") >"$W/cmd.log" 2>&1 || { tail -n 5 "$W/cmd.log" >&2; die "$what"; }
 	e=$(now)
+	b1=$(busy_jiffies); d1=$(daemon_jiffies)
 	SECS=$(calc %.3f "$e - $s")
+	BUSY_MS=$(per_module_ms "$b1 - $b0" "$(wc -l <"$list")")
+	DAEMON_MS=$(per_module_ms "$d1 - $d0" "$(wc -l <"$list")")
 	verify_run "$cert" "$list" "$what"
 	log "$what: $(wc -l <"$list") modules in $SECS s"
 }
@@ -219,16 +230,19 @@ limit_again() { # KEY: measure its algorithm again, set LIMIT[KEY] to the higher
 # it, so the highest is the ceiling.
 FLOOR=0
 floor_run() {
-	local s e r
+	local s e r b0 b1
+	b0=$(busy_jiffies)
 	s=$(now)
 	(cd "$W/stripped" && run_empty) || die "empty program"
 	e=$(now)
+	b1=$(busy_jiffies)
 	r=$(calc %.1f "$NPP / ($e - $s)")
 	FLOOR=$(calc %.1f "$r > $FLOOR ? $r : $FLOOR")
-	log "empty static program, one process per module: $r/s"
+	CPU[$KEY.empty]=$(per_module_ms "$b1 - $b0" "$NPP")
+	log "empty static program, one process per module: $r/s, ${CPU[$KEY.empty]} ms CPU each"
 }
 
-declare -A RATE
+declare -A RATE CPU
 main_runs() { # KEY LABEL
 	KEY=$1
 	local label=$2 lim sf
@@ -246,11 +260,14 @@ main_runs() { # KEY LABEL
 	else
 		timed "$W/pp.list" "$CERT" "$label sign-file" run_signfile
 		RATE[$KEY.a]=$(calc %.1f "$NPP / $SECS")
+		CPU[$KEY.a]=$BUSY_MS
 		# RSA signatures are deterministic: modsign must make the same bytes.
 		[ "$KEY" != p384 ] && mv "$W/run" "$W/ref"
 	fi
 	timed "$W/pp.list" "$CERT" "$label modsign-client sign-file" run_perproc
 	RATE[$KEY.b]=$(calc %.1f "$NPP / $SECS")
+	CPU[$KEY.b]=$BUSY_MS
+	CPU[$KEY.daemon]=$DAEMON_MS
 	floor_run
 	limit_again "$KEY"
 	lim=${LIMIT[$KEY]}
@@ -522,6 +539,23 @@ the best of one run after each key's per-module runs) runs at $FLOOR/s, $(calc %
 $(calc %.2fx "$FLOOR / ${RATE[rsa4096.a]}") its RSA-4096 rate. No signer started once per module
 can go faster here, whatever it does; the signing itself comes on top.
 EOF
+	cat >>"$f" <<EOF
+
+Where the CPU goes, per module, in the one-process-per-module runs above
+(busy time of all CPUs from \`/proc/stat\`, the daemon's from its
+\`/proc/PID/stat\`; the machine is saturated in these runs, so CPU per module
+decides the rate). "Any client" is what a signer whose client did nothing
+but start would reach: the empty program plus this daemon's share.
+
+| key | sign-file | modsign, all | of which modsignd | an empty process | the client's own work | any client, at best |
+|---|---|---|---|---|---|---|
+EOF
+	local k l
+	for k in rsa2048 rsa4096 p384; do
+		case $k in rsa2048) l=RSA-2048 ;; rsa4096) l=RSA-4096 ;; *) l="ECDSA P-384" ;; esac
+		[ -n "${CPU[$k.a]:-}" ] && [ -n "${CPU[$k.b]:-}" ] || continue
+		echo "| $l | ${CPU[$k.a]} ms | ${CPU[$k.b]} ms | ${CPU[$k.daemon]} ms | ${CPU[$k.empty]} ms | $(calc %.2f "${CPU[$k.b]} - ${CPU[$k.daemon]} - ${CPU[$k.empty]}") ms | $(calc %.2fx "${CPU[$k.a]} / (${CPU[$k.empty]} + ${CPU[$k.daemon]})") sign-file |" >>"$f"
+	done
 	if [ -n "$HSM_KEY" ]; then
 		cat >>"$f" <<EOF
 
