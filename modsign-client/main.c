@@ -230,8 +230,12 @@ static _noreturn_ void exec_full(char **argv, const char *why)
 			snprintf(path, sizeof(path), where[i], dir);
 			fd = open_full(path, &self_st);
 			if (fd >= 0) {
+				int r;
+
 				fexecve(fd, argv, environ);
-				fd = -errno;
+				r = -errno;
+				close(fd);
+				fd = r;
 			}
 			if (fd != -ENOENT)
 				err = -fd;
