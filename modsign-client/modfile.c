@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -182,22 +182,44 @@ static bool unchanged(const struct modfile *m)
 	       now.st_mtim.tv_nsec == m->st.st_mtim.tv_nsec;
 }
 
-/* Give the new file a name next to @dest: O_TMPFILE files have none. */
+/*
+ * A name next to @dest for the new file, which O_TMPFILE leaves without
+ * one, so that it can be renamed over @dest: ".BASE.modsign-tmp".
+ *
+ * Linux cannot link an unnamed file over an existing name, so a SIGKILL
+ * between this link and the rename leaves that name behind.  Its writer
+ * holds an flock on the file from modfile_prepare() until it exits, so a
+ * later signer of the same module can tell: a name nobody holds belongs
+ * to a dead writer and is removed; one that is held is another signer's,
+ * mid-commit, whose rename we wait for.
+ */
 static int link_temp(int fd, const char *dir, const char *base, char *name,
 		     size_t size)
 {
 	char proc[64];
 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	snprintf(name, size, "%s/.%s.modsign-tmp", dir, base);
 	for (int tries = 0; tries < 16; tries++) {
-		uint32_t rnd = 0;
+		struct stat held, now;
+		int other;
 
-		(void)!getrandom(&rnd, sizeof(rnd), GRND_NONBLOCK);
-		snprintf(name, size, "%s/.%s.modsign-%08x", dir, base, rnd);
 		if (linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0)
 			return 0;
 		if (errno != EEXIST)
 			return -errno;
+		other = open(name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+		if (other < 0) {
+			if (errno == ENOENT) /* renamed away meanwhile */
+				continue;
+			return -errno;
+		}
+		/* Blocks while a live writer commits; at once if it died. */
+		if (flock(other, LOCK_EX) == 0 && fstat(other, &held) == 0 &&
+		    lstat(name, &now) == 0 && held.st_dev == now.st_dev &&
+		    held.st_ino == now.st_ino)
+			unlink(name); /* still the dead writer's: ours now */
+		close(other);
 	}
 	return -EEXIST;
 }
@@ -225,6 +247,9 @@ int modfile_prepare(struct modfile *m, const char *dest, const char **ret_err)
 		m->out = -1;
 		return (*ret_err = "cannot create a file in its directory"), r;
 	}
+	/* Held until we exit: see link_temp(). */
+	if (flock(m->out, LOCK_EX) < 0)
+		return (*ret_err = "cannot lock the new module"), -errno;
 	r = copy_body(m->fd, m->out, m->sig.body_len);
 	if (r < 0)
 		return (*ret_err = r == -ESTALE ? NULL : "cannot write the new module"), r;

@@ -98,10 +98,40 @@ for i in $(seq 1 20); do
 	wait $cpid 2>/dev/null
 	read -r s u d tmp < <(classify "$T/k" "$T/cert.pem")
 	tot_s=$((tot_s + s)) tot_u=$((tot_u + u)) tot_d=$((tot_d + d)) tot_t=$((tot_t + tmp))
+	# A kill between link and rename can leave one ".NAME.modsign-tmp"
+	# (Linux cannot link over a name); signing again clears it.
+	[ "$tmp" -le 1 ] || max_t_exceeded=1
+	$C sign "$T"/k/*.ko 2>>"$T/resign.err" || resign_failed=1
+	read -r s u d tmp < <(classify "$T/k" "$T/cert.pem")
+	left_t=$((${left_t:-0} + tmp))
 done
 check "client-killed-20-times-no-module-damaged ($tot_s signed, $tot_u untouched)" test "$tot_d" -eq 0
 check "client-killed-some-kills-landed-mid-batch" test "$tot_s" -gt 0 -a "$tot_u" -gt 0
-check "client-killed-no-temporary-file-left ($tot_t)" test "$tot_t" -eq 0
+check "client-killed-at-most-one-temporary-file ($tot_t in 20 kills)" test -z "${max_t_exceeded:-}"
+check "client-killed-signing-again-succeeds" test -z "${resign_failed:-}"
+check "client-killed-signing-again-leaves-no-temporary-file" test "${left_t:-1}" -eq 0
+# The leftover of a dead writer is removed by the next signer; a live
+# writer's (flock held) is waited for, not removed under it.
+fresh "$T/k" 2
+set -- "$T"/k/*.ko
+cp "$1" "$(dirname "$1")/.$(basename "$1").modsign-tmp"
+check stale-temp-signing-succeeds $C sign "$1"
+check stale-temp-removed test ! -e "$(dirname "$1")/.$(basename "$1").modsign-tmp"
+check stale-temp-module-verifies $C verify --cert "$T/cert.pem" "$1"
+live="$(dirname "$2")/.$(basename "$2").modsign-tmp"
+cp "$2" "$live"
+flock -x "$live" sleep 2 &
+holder=$!
+sleep 0.3
+t0=$(date +%s.%N)
+$C sign "$2"
+rc=$?
+waited=$(echo "$(date +%s.%N) - $t0" | bc)
+wait $holder
+check live-temp-signing-succeeds test $rc -eq 0
+check "live-temp-writer-waited-for (${waited:0:4} s)" test "$(echo "$waited > 1" | bc)" -eq 1
+check live-temp-module-verifies $C verify --cert "$T/cert.pem" "$2"
+
 # Twin: the oracle sees a half-written module and a leftover temporary.
 fresh "$T/k" 3
 m=$(ls "$T"/k/*.ko | head -n1)
