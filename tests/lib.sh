@@ -35,6 +35,20 @@ nobody_client() {
 	echo "$T/bin/modsign-client"
 }
 
+# TLS material in the current directory: NAME.key and NAME.crt.
+pki() { # NAME: a self-signed CA
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+		-subj "/CN=$1" -keyout "$1.key" -out "$1.crt" 2>/dev/null
+}
+issue() { # NAME CA [EXTRA openssl-x509 ARGS]: a certificate for CN=NAME from CA
+	local name=$1 ca=$2
+	shift 2
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$name" \
+		-keyout "$name.key" -out "$name.csr" 2>/dev/null
+	openssl x509 -req -in "$name.csr" -CA "$ca.crt" -CAkey "$ca.key" -CAcreateserial \
+		-days 30 -out "$name.crt" "$@" 2>/dev/null
+}
+
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1${2:+: $2}"; }
 

@@ -84,3 +84,49 @@ check "load-daemon-rss-does-not-grow (after round 1: $rss_before KiB, after $TOT
 check load-daemon-still-answers $C status
 stop_daemon "$DAEMON_PID"
 check load-daemon-exits-cleanly grep -q "one-time keys destroyed" "$T/modsignd.log"
+
+# ---- the same over mutual TLS on loopback: TLS_CLIENTS builders at once,
+# two rounds; all signed, audited, verified, memory flat.
+TLS_CLIENTS=${LOAD_TLS_CLIENTS:-16}
+(cd "$T" && pki load-ca && printf 'subjectAltName=IP:127.0.0.1\n' >san.ext &&
+	issue load-host load-ca -extfile san.ext && issue load-builder load-ca) ||
+	{ fail tls-load-setup; exit 1; }
+PORT=$((20000 + RANDOM % 20000))
+mv "$T/modsignd.log" "$T/modsignd-unix.log"
+start_daemon "$T/tsock" --listen "tls:127.0.0.1:$PORT" --key default=ephemeral:ecdsa-p256 \
+	--tls-cert "$T/load-host.crt" --tls-key "$T/load-host.key" --tls-client-ca "$T/load-ca.crt" \
+	--allow cn:load-builder || exit 1
+for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.05; done
+TC=("$C" --server "tls:127.0.0.1:$PORT" --tls-ca "$T/load-ca.crt"
+	--tls-cert "$T/load-builder.crt" --tls-key "$T/load-builder.key")
+"${TC[@]}" cert >"$T/tcert.pem"
+tls_round() {
+	local pids=() bad=0 i
+	for i in $(seq 1 "$TLS_CLIENTS"); do
+		cp "$T"/orig/*.ko "$T/c$i"
+		"${TC[@]}" sign "$T/c$i"/*.ko 2>>"$T/tls-err.$1" &
+		pids+=($!)
+	done
+	for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
+	echo "$bad"
+}
+TLS_TOTAL=$((TLS_CLIENTS * PER_CLIENT * 2))
+bad=$(tls_round 1)
+rss_before=$(rss)
+bad=$((bad + $(tls_round 2)))
+rss_after=$(rss)
+check "tls-load-$TLS_CLIENTS-builders-all-succeed ($TLS_TOTAL signatures)" test "$bad" -eq 0
+n=$(audited)
+check "tls-load-every-signature-audited ($n of $TLS_TOTAL)" test "$n" -eq "$TLS_TOTAL"
+check "tls-load-audit-names-the-builder" grep -q "load-builder" "$T/modsignd.log"
+vbad=0
+for i in $(seq 1 "$TLS_CLIENTS"); do
+	$C verify --cert "$T/tcert.pem" "$T/c$i"/*.ko >/dev/null 2>>"$T/verify.err" || vbad=$((vbad + 1))
+done
+check "tls-load-every-module-verifies ($((TLS_CLIENTS * PER_CLIENT)) modules)" test "$vbad" -eq 0
+flip_byte "$(ls "$T"/c3/*.ko | head -n1)" 3000
+refute tls-load-tampered-module-fails-verify $C verify --cert "$T/tcert.pem" "$T"/c3/*.ko
+limit=$((rss_before + (rss_before / 20 > 1024 ? rss_before / 20 : 1024)))
+check "tls-load-daemon-rss-does-not-grow (after round 1: $rss_before KiB, after 2: $rss_after KiB)" \
+	test "$rss_after" -le "$limit"
+stop_daemon "$DAEMON_PID"

@@ -7,19 +7,7 @@ C=$CLIENT
 cd "$T" || exit 1
 PORT=$((20000 + RANDOM % 20000))
 
-# ---- a CA, the server, and builders ---------------------------------------
-pki() {
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
-		-subj "/CN=$1" -keyout "$1.key" -out "$1.crt" 2>/dev/null
-}
-issue() { # NAME CA [EXTRA openssl-x509 ARGS]
-	local name=$1 ca=$2
-	shift 2
-	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$name" \
-		-keyout "$name.key" -out "$name.csr" 2>/dev/null
-	openssl x509 -req -in "$name.csr" -CA "$ca.crt" -CAkey "$ca.key" -CAcreateserial \
-		-days 30 -out "$name.crt" "$@" 2>/dev/null
-}
+# ---- a CA, the server, and builders (pki, issue: tests/lib.sh) -------------
 pki farm-ca
 pki rogue-ca
 printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >san.ext
