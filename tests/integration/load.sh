@@ -29,21 +29,33 @@ done
 rss() { awk '/^VmRSS:/{print $2}' "/proc/$DAEMON_PID/status"; }
 audited() { grep -cE 'audit: .*(result="ok"|"result":"ok")' "$T/modsignd.log"; }
 
-# round N: every client signs its modules at once; prints the failures.
+# round TAG N CLIENT...: clients 1..N sign their modules at once, each
+# with CLIENT...; prints the failures.
 round() {
-	local pids=() bad=0
-	for i in $(seq 1 "$CLIENTS"); do
-		$C sign "$T/c$i"/*.ko 2>>"$T/err.$1" &
+	local tag=$1 n=$2 pids=() bad=0 i p
+	shift 2
+	for i in $(seq 1 "$n"); do
+		"$@" sign "$T/c$i"/*.ko 2>>"$T/err.$tag" &
 		pids+=($!)
 	done
 	for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
 	echo "$bad"
 }
+# unverified CERT N: how many of clients 1..N hold a module that does not verify
+unverified() {
+	local bad=0 i
+	for i in $(seq 1 "$2"); do
+		$C verify --cert "$1" "$T/c$i"/*.ko >/dev/null 2>>"$T/verify.err" || bad=$((bad + 1))
+	done
+	echo "$bad"
+}
+# The daemon's RSS may grow by 5% or 1 MiB (allocator noise), no more.
+rss_limit() { echo $(($1 + ($1 / 20 > 1024 ? $1 / 20 : 1024))); }
 
 start=$(date +%s.%N)
-bad=$(round 1)
+bad=$(round 1 "$CLIENTS" "$C")
 rss_before=$(rss)
-for r in $(seq 2 "$ROUNDS"); do bad=$((bad + $(round "$r"))); done
+for r in $(seq 2 "$ROUNDS"); do bad=$((bad + $(round "$r" "$CLIENTS" "$C"))); done
 rss_after=$(rss)
 secs=$(echo "$(date +%s.%N) - $start" | bc)
 rate=$(echo "$TOTAL / $secs" | bc)
@@ -55,10 +67,7 @@ refute "load-no-failed-signature-audited" grep -qE 'audit: .*(result="(signing f
 
 # Every module verifies (the client by the kernel's rules); a sample also
 # through openssl from the module's own bytes.
-vbad=0
-for i in $(seq 1 "$CLIENTS"); do
-	$C verify --cert "$T/cert.pem" "$T/c$i"/*.ko >/dev/null 2>>"$T/verify.err" || vbad=$((vbad + 1))
-done
+vbad=$(unverified "$T/cert.pem" "$CLIENTS")
 check "load-every-module-verifies ($((CLIENTS * PER_CLIENT)) modules)" test "$vbad" -eq 0
 obad=0
 for f in $(ls "$T"/c*/*.ko | shuf -n 20 --random-source=<(yes)); do
@@ -78,7 +87,7 @@ check load-audit-count-would-notice-a-missing-line test "$((n - 1))" -ne "$TOTAL
 # Memory: after the first round the daemon has its working set; 7,680
 # more signatures later it must hold no more (5% or 1 MiB of slack for
 # allocator noise).
-limit=$((rss_before + (rss_before / 20 > 1024 ? rss_before / 20 : 1024)))
+limit=$(rss_limit "$rss_before")
 check "load-daemon-rss-does-not-grow (after round 1: $rss_before KiB, after $TOTAL: $rss_after KiB, limit $limit)" \
 	test "$rss_after" -le "$limit"
 check load-daemon-still-answers $C status
@@ -100,15 +109,10 @@ for _ in $(seq 1 100); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && brea
 TC=("$C" --server "tls:127.0.0.1:$PORT" --tls-ca "$T/load-ca.crt"
 	--tls-cert "$T/load-builder.crt" --tls-key "$T/load-builder.key")
 "${TC[@]}" cert >"$T/tcert.pem"
-tls_round() {
-	local pids=() bad=0 i
-	for i in $(seq 1 "$TLS_CLIENTS"); do
-		cp "$T"/orig/*.ko "$T/c$i"
-		"${TC[@]}" sign "$T/c$i"/*.ko 2>>"$T/tls-err.$1" &
-		pids+=($!)
-	done
-	for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
-	echo "$bad"
+tls_round() { # N: unsigned copies again, then a round over TLS
+	local i
+	for i in $(seq 1 "$TLS_CLIENTS"); do cp "$T"/orig/*.ko "$T/c$i"; done
+	round "tls.$1" "$TLS_CLIENTS" "${TC[@]}"
 }
 TLS_TOTAL=$((TLS_CLIENTS * PER_CLIENT * 2))
 bad=$(tls_round 1)
@@ -119,14 +123,11 @@ check "tls-load-$TLS_CLIENTS-builders-all-succeed ($TLS_TOTAL signatures)" test 
 n=$(audited)
 check "tls-load-every-signature-audited ($n of $TLS_TOTAL)" test "$n" -eq "$TLS_TOTAL"
 check "tls-load-audit-names-the-builder" grep -q "load-builder" "$T/modsignd.log"
-vbad=0
-for i in $(seq 1 "$TLS_CLIENTS"); do
-	$C verify --cert "$T/tcert.pem" "$T/c$i"/*.ko >/dev/null 2>>"$T/verify.err" || vbad=$((vbad + 1))
-done
+vbad=$(unverified "$T/tcert.pem" "$TLS_CLIENTS")
 check "tls-load-every-module-verifies ($((TLS_CLIENTS * PER_CLIENT)) modules)" test "$vbad" -eq 0
 flip_byte "$(ls "$T"/c3/*.ko | head -n1)" 3000
 refute tls-load-tampered-module-fails-verify $C verify --cert "$T/tcert.pem" "$T"/c3/*.ko
-limit=$((rss_before + (rss_before / 20 > 1024 ? rss_before / 20 : 1024)))
+limit=$(rss_limit "$rss_before")
 check "tls-load-daemon-rss-does-not-grow (after round 1: $rss_before KiB, after 2: $rss_after KiB)" \
 	test "$rss_after" -le "$limit"
 stop_daemon "$DAEMON_PID"
