@@ -8,6 +8,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,6 +173,10 @@ int conn_open_tls(struct conn *c, const char *host_port, const struct conn_tls *
 	r = tls_context(tls, &t->ctx, ret_err);
 	if (r < 0)
 		return r;
+	/* OpenSSL writes to the socket with write(2): a daemon that went away
+	 * mid-batch would kill us with SIGPIPE before we could name the
+	 * modules left unsigned.  As EPIPE it is an error like any other. */
+	signal(SIGPIPE, SIG_IGN);
 	c->fd = connect_tcp(host, port);
 	if (c->fd < 0)
 		return c->fd;
