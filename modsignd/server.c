@@ -483,14 +483,23 @@ static void conn_readable(struct server *s, struct conn *c)
 
 /* ---- TLS handshakes ---------------------------------------------------- */
 
-static const char *handshake_error(SSL *ssl)
+/* Why a handshake failed, for the log and the audit record: the
+ * certificate's verification error if it got that far, else OpenSSL's
+ * reason ("peer did not return a certificate", "http request", "wrong
+ * version number"), so that a peer speaking something else is told apart
+ * from a builder without its certificate. */
+static const char *handshake_error(SSL *ssl, unsigned long err, char *buf, size_t size)
 {
 	long v = SSL_get_verify_result(ssl);
+	const char *why;
 
 	if (v != X509_V_OK)
 		return X509_verify_cert_error_string(v);
-	return !SSL_get0_peer_certificate(ssl) ? "no client certificate" :
-						 "TLS handshake failed";
+	why = ERR_reason_error_string(err);
+	if (!why)
+		why = SSL_get0_peer_certificate(ssl) ? "connection closed" : "no client certificate";
+	snprintf(buf, size, "TLS handshake failed: %s", why);
+	return buf;
 }
 
 static void handshake_done(struct server *s, struct conn *c)
@@ -520,6 +529,9 @@ static void handshake_done(struct server *s, struct conn *c)
 
 static void conn_handshake(struct server *s, struct conn *c)
 {
+	char buf[128];
+	unsigned long err;
+	const char *why;
 	int ret;
 
 	c->ssl_want = 0;
@@ -531,13 +543,15 @@ static void conn_handshake(struct server *s, struct conn *c)
 		conn_readable(s, c);
 		return;
 	}
+	err = ERR_peek_last_error(); /* tls_result() clears the queue */
 	if (tls_result(c, ret) == 0) {
 		c->last_io_ms = now_ms();
 		conn_update(s, c);
 		return;
 	}
-	log_notice("%s: %s", c->peer.desc, handshake_error(c->ssl));
-	audit_refusal(s, &c->peer, NULL, handshake_error(c->ssl));
+	why = handshake_error(c->ssl, err, buf, sizeof(buf));
+	log_notice("%s: %s", c->peer.desc, why);
+	audit_refusal(s, &c->peer, NULL, why);
 	ERR_clear_error();
 	conn_close(s, c);
 }
