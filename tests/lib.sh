@@ -70,7 +70,8 @@ refute() {
 start_daemon() {
 	local sock=$1 stale
 	shift
-	stale=$(stat -c %i "$sock" 2>/dev/null)
+	# inode and change time: a new socket may reuse the old one's inode
+	stale=$(stat -c '%i %z' "$sock" 2>/dev/null)
 	"$MODSIGND" --listen "unix:$sock" "$@" 2>>"$T/modsignd.log" &
 	DAEMON_PIDS+=($!)
 	DAEMON_PID=$!
@@ -78,7 +79,7 @@ start_daemon() {
 	# allow us to ask it, so do not rely on status); a stale one left by a
 	# killed daemon must first be replaced.
 	for _ in $(seq 1 400); do
-		[ -S "$sock" ] && [ "$(stat -c %i "$sock" 2>/dev/null)" != "$stale" ] && return 0
+		[ -S "$sock" ] && [ "$(stat -c '%i %z' "$sock" 2>/dev/null)" != "$stale" ] && return 0
 		kill -0 "$DAEMON_PID" 2>/dev/null || break
 		sleep 0.05
 	done

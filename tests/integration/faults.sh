@@ -1,8 +1,9 @@
 #!/bin/bash
 # Faults, each asserting that no module is lost or damaged: the client
-# SIGKILLed at random moments, the daemon SIGKILLed mid-batch, a full disk;
-# and the daemon against peers that stall, trickle or never read, the
-# connection limit, and SIGTERM with requests in flight.
+# SIGKILLed at random moments, the daemon SIGKILLed mid-batch (over a UNIX
+# socket and over mutual TLS), a full disk; and the daemon against peers
+# that stall, trickle or never read, TLS peers that never finish their
+# handshake, the connection limit, and SIGTERM with requests in flight.
 . "$(dirname "$0")/../lib.sh"
 C=$CLIENT
 
@@ -32,11 +33,34 @@ fresh() { # DIR N: N original modules in a new DIR
 }
 
 # ---- the hostile peers start first: their timeouts run in the background
-start_daemon "$T/slow.sock" --key default=ephemeral:ecdsa-p256 || exit 1
+# TLS material for the daemons that also listen on loopback (tests/lib.sh).
+(mkdir "$T/pki" && cd "$T/pki" && pki ca && printf 'subjectAltName=IP:127.0.0.1\n' >san.ext &&
+	issue host ca -extfile san.ext && issue builder ca) || { fail tls-setup; exit 1; }
+tls_daemon_args() { # PORT
+	echo --listen "tls:127.0.0.1:$1" --tls-cert "$T/pki/host.crt" --tls-key "$T/pki/host.key" \
+		--tls-client-ca "$T/pki/ca.crt" --allow uid:0 --allow cn:builder
+}
+tls_client_args() { # PORT
+	echo --server "tls:127.0.0.1:$1" --tls-ca "$T/pki/ca.crt" \
+		--tls-cert "$T/pki/builder.crt" --tls-key "$T/pki/builder.key"
+}
+wait_port() { for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.05; done; }
+SLOW_PORT=$((20000 + RANDOM % 20000))
+start_daemon "$T/slow.sock" --key default=ephemeral:ecdsa-p256 $(tls_daemon_args $SLOW_PORT) || exit 1
 SLOW_PID=$DAEMON_PID
-python3 - "$T/slow.sock" >"$T/hostile.out" 2>&1 <<'PY' &
+wait_port $SLOW_PORT
+python3 - "$T/slow.sock" $SLOW_PORT >"$T/hostile.out" 2>&1 <<'PY' &
 import json, os, socket, struct, sys, time
 path = sys.argv[1]
+def tcp():
+    s = socket.create_connection(("127.0.0.1", int(sys.argv[2]))); return s
+def closed(s):  # the daemon hung up (what it sent before, an alert, is read and dropped)
+    s.setblocking(False)
+    try:
+        while True:
+            if not s.recv(65536): return True
+    except BlockingIOError: return False
+    except OSError: return True
 def frame(o):
     b = json.dumps(o).encode(); return struct.pack(">I", len(b)) + b
 t0 = time.time()
@@ -48,6 +72,13 @@ trickle = socket.socket(socket.AF_UNIX); trickle.connect(path)
 trickle.sendall(struct.pack(">I", 60000))
 # a peer that sends sign requests and never reads a reply
 deaf = socket.socket(socket.AF_UNIX); deaf.connect(path); deaf.setblocking(False)
+# TLS: a peer that connects and never says hello, one that drips its
+# ClientHello a byte a second, and one that speaks something else
+tls_stall = tcp()
+tls_trickle = tcp(); tls_trickle.sendall(b"\x16\x03\x01\x02\x00")
+tls_garbage = tcp(); tls_garbage.sendall(b"GET / HTTP/1.0\r\n\r\n"); tg = time.time()
+while time.time() - tg < 5 and not closed(tls_garbage): time.sleep(0.05)
+print("tls-garbage", "%.1f" % (time.time() - tg) if closed(tls_garbage) else "never")
 req = b"".join(frame({"v": 1, "id": i + 1, "op": "sign", "hash": "sha256",
                       "digest": "%064x" % i, "module": "deaf/%d.ko" % i}) for i in range(20000))
 sent = 0
@@ -59,7 +90,7 @@ open(sys.argv[1] + ".ready", "w").close()
 import select
 res = {}
 deaf_poll = select.poll(); deaf_poll.register(deaf, select.POLLHUP | 0x2000)  # POLLRDHUP: not read
-while time.time() - t0 < 50 and len(res) < 3:
+while time.time() - t0 < 50 and len(res) < 5:
     try:
         stall.settimeout(0.5)
         if "stall" not in res and stall.recv(1 << 16) == b"": res["stall"] = time.time() - t0
@@ -69,8 +100,13 @@ while time.time() - t0 < 50 and len(res) < 3:
         try: trickle.send(b" ")
         except OSError: res["trickle"] = time.time() - t0
     if "deaf" not in res and deaf_poll.poll(0): res["deaf"] = time.time() - t0
+    if "tls-trickle" not in res:
+        try: tls_trickle.send(b"\x01")
+        except OSError: res["tls-trickle"] = time.time() - t0
+    for k, sock in (("tls-stall", tls_stall), ("tls-trickle", tls_trickle)):
+        if k not in res and closed(sock): res[k] = time.time() - t0
     time.sleep(1)
-for k in ("stall", "trickle", "deaf"):
+for k in ("stall", "trickle", "deaf", "tls-stall", "tls-trickle"):
     print(k, "%.1f" % res[k] if k in res else "never")
 PY
 HOSTILE=$!
@@ -83,6 +119,14 @@ t=$(date +%s.%N)
 check "slow-peers-others-still-served" $C --server "unix:$T/slow.sock" sign "$T"/served/*.ko
 lat=$(echo "$(date +%s.%N) - $t" | bc)
 check "slow-peers-others-served-quickly (${lat:0:5} s)" test "$(echo "$lat < 5" | bc)" -eq 1
+mkdir "$T/served-tls"
+cp "$T/orig/$(ls "$T/orig" | head -n1)" "$T/served-tls/"
+t=$(date +%s.%N)
+check "slow-peers-tls-builder-still-served" $C $(tls_client_args $SLOW_PORT) sign "$T"/served-tls/*.ko
+lat=$(echo "$(date +%s.%N) - $t" | bc)
+check "slow-peers-tls-builder-served-quickly (${lat:0:5} s)" test "$(echo "$lat < 5" | bc)" -eq 1
+$C --server "unix:$T/slow.sock" cert >"$T/slow.pem"
+check slow-peers-tls-signature-verifies $C verify --cert "$T/slow.pem" "$T"/served-tls/*.ko
 
 # ---- the client SIGKILLed at random moments of a batch, 20 times ---------
 start_daemon "$T/sock" --key default=ephemeral:ecdsa-p256 || exit 1
@@ -140,34 +184,50 @@ head -c 5000 "$T/orig/${m##*/}" >"$m"
 read -r s u d tmp < <(classify "$T/k" "$T/cert.pem" 2>/dev/null)
 check "classify-notices-truncated-module-and-temp-file" test "$d" -eq 1 -a "$tmp" -eq 1
 
-# ---- the daemon SIGKILLed mid-batch --------------------------------------
+# ---- the daemon SIGKILLed mid-batch, over UNIX and over mutual TLS ------
+audits() { grep -cE 'audit: .*(result="ok"|"result":"ok")' "$T/modsignd.log"; }
+# daemon_killed PREFIX CLIENT-GLOBAL-ARGS...: a batch of 300 through the
+# daemon $KPID (certificate $T/kcert.pem), which is SIGKILLed once the
+# first signature of the batch is audited.
+daemon_killed() {
+	local p=$1 base cpid crc s u d tmp missing=0 f signed_one
+	shift
+	fresh "$T/d" 300
+	base=$(audits)
+	$C "$@" sign "$T"/d/*.ko 2>"$T/$p.err" &
+	cpid=$!
+	for _ in $(seq 1 500); do [ "$(audits)" -gt "$base" ] && break; sleep 0.01; done
+	kill -KILL $KPID
+	wait $cpid
+	crc=$?
+	read -r s u d tmp < <(classify "$T/d" "$T/kcert.pem")
+	check "$p-no-module-damaged ($s signed, $u untouched)" test "$d" -eq 0 -a "$u" -gt 0
+	check "$p-client-exits-nonzero (exit $crc)" test "$crc" -ne 0
+	for f in "$T"/d/*.ko; do
+		cmp -s "$f" "$T/orig/${f##*/}" && ! grep -qF "$f: not signed" "$T/$p.err" && missing=$((missing + 1))
+	done
+	check "$p-client-names-every-unsigned-module ($u named)" test "$missing" -eq 0
+	check "$p-no-temporary-file-left" test "$tmp" -eq 0
+	# Twin: a module the client did sign is not in its "not signed" list.
+	signed_one=$(for f in "$T"/d/*.ko; do cmp -s "$f" "$T/orig/${f##*/}" || { echo "$f"; break; }; done)
+	refute "$p-signed-module-not-named" grep -qF "$signed_one: not signed" "$T/$p.err"
+}
 start_daemon "$T/kill.sock" --key default=ephemeral:rsa2048 || exit 1
 KPID=$DAEMON_PID
 $C --server "unix:$T/kill.sock" cert >"$T/kcert.pem"
-fresh "$T/d" 300
-audits() { grep -cE 'audit: .*(result="ok"|"result":"ok")' "$T/modsignd.log"; }
-base=$(audits)
-$C --server "unix:$T/kill.sock" sign "$T"/d/*.ko 2>"$T/dkill.err" &
-cpid=$!
-for _ in $(seq 1 500); do [ "$(audits)" -gt "$base" ] && break; sleep 0.01; done
-kill -KILL $KPID
-wait $cpid
-crc=$?
-read -r s u d tmp < <(classify "$T/d" "$T/kcert.pem")
-check "daemon-killed-no-module-damaged ($s signed, $u untouched)" test "$d" -eq 0 -a "$u" -gt 0
-check "daemon-killed-client-exits-nonzero (exit $crc)" test "$crc" -ne 0
-missing=0
-for f in "$T"/d/*.ko; do
-	cmp -s "$f" "$T/orig/${f##*/}" && ! grep -qF "$f: not signed" "$T/dkill.err" && missing=$((missing + 1))
-done
-check "daemon-killed-client-names-every-unsigned-module ($u named)" test "$missing" -eq 0
-check "daemon-killed-no-temporary-file-left" test "$tmp" -eq 0
-# Twin: a module the client did sign is not in its "not signed" list.
-signed_one=$(for f in "$T"/d/*.ko; do cmp -s "$f" "$T/orig/${f##*/}" || { echo "$f"; break; }; done)
-refute daemon-killed-signed-module-not-named grep -qF "$signed_one: not signed" "$T/dkill.err"
+daemon_killed daemon-killed --server "unix:$T/kill.sock"
+KPORT=$((20000 + RANDOM % 20000))
+start_daemon "$T/ktls.sock" --key default=ephemeral:rsa2048 $(tls_daemon_args $KPORT) || exit 1
+KPID=$DAEMON_PID
+wait_port $KPORT
+$C --server "unix:$T/ktls.sock" cert >"$T/kcert.pem"
+daemon_killed tls-daemon-killed $(tls_client_args $KPORT)
 # The socket file left by SIGKILL does not stop a new daemon.
-start_daemon "$T/kill.sock" --key default=ephemeral:ecdsa-p256 &&
+if start_daemon "$T/kill.sock" --key default=ephemeral:ecdsa-p256; then
 	check daemon-restarts-over-stale-socket $C --server "unix:$T/kill.sock" status
+else
+	fail daemon-restarts-over-stale-socket "did not start"
+fi
 
 # ---- a full disk ---------------------------------------------------------
 if mkdir "$T/full" && mount -t tmpfs -o size=2m tmpfs "$T/full" 2>/dev/null; then
@@ -271,11 +331,16 @@ check "deaf-peer-disconnected-in-bounded-time (${deaf} s; $(grep deaf-sent "$T/h
 	bash -c "[ '$deaf' != never ] && [ \$(echo '$deaf < 45' | bc) = 1 ]"
 check "hostile-peers-daemon-memory-bounded (${rss_hostile} -> ${rss_now} KiB)" \
 	test "$rss_now" -lt $((rss_hostile + 8192))
-# A peer that trickles a byte every 1.5 s resets the I/O timeout each time:
-# known gap in modsignd/server.c (no deadline for a whole request).
-if [ "$trickle" != never ] && [ "$(echo "$trickle < 45" | bc)" = 1 ]; then
-	pass "trickling-peer-disconnected-in-bounded-time (${trickle} s)"
-else
-	echo "XFAIL trickling-peer-disconnected-in-bounded-time: still connected after 50 s (server.c: last_io_ms reset by every byte)"
-fi
+# A request has SERVER_IO_TIMEOUT_MS however it drips: a byte a second
+# does not keep the connection.
+check "trickling-peer-disconnected-in-bounded-time (${trickle} s)" \
+	bash -c "[ '$trickle' != never ] && [ \$(echo '$trickle < 45' | bc) = 1 ]"
+for k in tls-stall tls-trickle; do
+	v=$(awk -v k=$k '$1==k{print $2}' "$T/hostile.out")
+	check "$k-handshake-disconnected-in-bounded-time (${v} s)" \
+		bash -c "[ '$v' != never ] && [ \$(echo '$v < 45' | bc) = 1 ]"
+done
+v=$(awk '$1=="tls-garbage"{print $2}' "$T/hostile.out")
+check "tls-garbage-disconnected-at-once (${v} s)" bash -c "[ '$v' != never ] && [ \$(echo '$v < 3' | bc) = 1 ]"
+check tls-garbage-logged-with-reason grep -q "TLS handshake failed: http request" "$T/modsignd.log"
 check hostile-daemon-still-serves $C --server "unix:$T/slow.sock" status
