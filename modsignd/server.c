@@ -486,19 +486,23 @@ static void conn_readable(struct server *s, struct conn *c)
 /* Why a handshake failed, for the log and the audit record: the
  * certificate's verification error if it got that far, else OpenSSL's
  * reason ("peer did not return a certificate", "http request", "wrong
- * version number"), so that a peer speaking something else is told apart
- * from a builder without its certificate. */
-static const char *handshake_error(SSL *ssl, unsigned long err, char *buf, size_t size)
+ * version number"), else the socket's, so that a peer speaking something
+ * else is told apart from a builder without its certificate.  @err is the
+ * first error OpenSSL queued (the cause; later ones are consequences),
+ * @ssl_err SSL_get_error()'s verdict and @errnum errno right after. */
+static const char *handshake_error(SSL *ssl, unsigned long err, int ssl_err, int errnum,
+				   char *buf, size_t size)
 {
 	long v = SSL_get_verify_result(ssl);
-	const char *why;
+	const char *why = NULL;
 
 	if (v != X509_V_OK)
 		return X509_verify_cert_error_string(v);
-	why = ERR_reason_error_string(err);
-	if (!why)
-		why = SSL_get0_peer_certificate(ssl) ? "connection closed" : "no client certificate";
-	snprintf(buf, size, "TLS handshake failed: %s", why);
+	if (err)
+		why = ERR_reason_error_string(err);
+	else if (ssl_err == SSL_ERROR_SYSCALL && errnum)
+		why = strerror(errnum);
+	snprintf(buf, size, "TLS handshake failed: %s", why ?: "connection closed by the peer");
 	return buf;
 }
 
@@ -532,10 +536,13 @@ static void conn_handshake(struct server *s, struct conn *c)
 	char buf[128];
 	unsigned long err;
 	const char *why;
-	int ret;
+	int ret, ssl_err, errnum;
 
 	c->ssl_want = 0;
+	ERR_clear_error(); /* the queue is the thread's: start it empty */
+	errno = 0;
 	ret = SSL_accept(c->ssl);
+	errnum = errno;
 	if (ret == 1) {
 		handshake_done(s, c);
 		/* Data may have come with the handshake; this also flushes a
@@ -543,13 +550,14 @@ static void conn_handshake(struct server *s, struct conn *c)
 		conn_readable(s, c);
 		return;
 	}
-	err = ERR_peek_last_error(); /* tls_result() clears the queue */
+	err = ERR_peek_error(); /* tls_result() clears the queue */
+	ssl_err = SSL_get_error(c->ssl, ret);
 	if (tls_result(c, ret) == 0) {
 		c->last_io_ms = now_ms();
 		conn_update(s, c);
 		return;
 	}
-	why = handshake_error(c->ssl, err, buf, sizeof(buf));
+	why = handshake_error(c->ssl, err, ssl_err, errnum, buf, sizeof(buf));
 	log_notice("%s: %s", c->peer.desc, why);
 	audit_refusal(s, &c->peer, NULL, why);
 	ERR_clear_error();
