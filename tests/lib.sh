@@ -88,6 +88,29 @@ start_daemon() {
 	return 1
 }
 
+# free_port: a TCP port on 127.0.0.1 that nothing listens on, below the
+# kernel's ephemeral range (so that no outgoing connection takes it).
+free_port() {
+	local lo p
+	lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range)
+	for _ in $(seq 1 50); do
+		p=$((10000 + RANDOM % (lo - 10000)))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+# wait_port PORT: until something listens on 127.0.0.1:PORT and $DAEMON_PID
+# lives; fails after 5 s or if the daemon died (say, the port was taken).
+wait_port() {
+	for _ in $(seq 1 100); do
+		kill -0 "$DAEMON_PID" 2>/dev/null || return 1
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
 stop_daemon() {
 	kill "$1" 2>/dev/null
 	wait "$1" 2>/dev/null

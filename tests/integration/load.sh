@@ -100,7 +100,7 @@ TLS_CLIENTS=${LOAD_TLS_CLIENTS:-16}
 (cd "$T" && pki load-ca && printf 'subjectAltName=IP:127.0.0.1\n' >san.ext &&
 	issue load-host load-ca -extfile san.ext && issue load-builder load-ca) ||
 	{ fail tls-load-setup; exit 1; }
-PORT=$((20000 + RANDOM % 20000))
+PORT=$(free_port)
 mv "$T/modsignd.log" "$T/modsignd-unix.log"
 start_daemon "$T/tsock" --listen "tls:127.0.0.1:$PORT" --key default=ephemeral:ecdsa-p256 \
 	--tls-cert "$T/load-host.crt" --tls-key "$T/load-host.key" --tls-client-ca "$T/load-ca.crt" \

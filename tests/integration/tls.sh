@@ -5,7 +5,7 @@
 
 C=$CLIENT
 cd "$T" || exit 1
-PORT=$((20000 + RANDOM % 20000))
+PORT=$(free_port)
 
 # ---- a CA, the server, and builders (pki, issue: tests/lib.sh) -------------
 pki farm-ca
@@ -124,7 +124,7 @@ refused() { # NAME REASON-IN-AUDIT CLIENT-ARGS...
 		{ fail "$name" "no audit record with '$reason': $(tail -n 2 audit.jsonl)"; return; }
 	pass "$name ($(tr "\n" " " <err | head -c 160))"
 }
-refused tls-refuses-no-certificate "no client certificate\|certificate required\|TLS" tls
+refused tls-refuses-no-certificate "TLS handshake failed: peer did not return a certificate" tls
 refused tls-refuses-other-ca "unable to get local issuer\|unknown ca" as rogue
 refused tls-refuses-expired "certificate has expired" as old-builder
 refused tls-refuses-unnamed-builder "cn:stranger is not named by the policy" as stranger
