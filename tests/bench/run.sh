@@ -572,7 +572,7 @@ EOF
 	cat >>"$f" <<EOF
 
 Started one at a time, the empty process costs ${CPU[empty1]} ms of CPU;
-$NPROC at once, $(calc %.2f "(${CPU[rsa2048.empty]} + ${CPU[rsa4096.empty]}) / 2") ms each (the mean of the two rows above): on this
+$NPROC at once, $(calc %.2f "(${CPU[rsa2048.empty]} + ${CPU[rsa4096.empty]}) / 2") ms each (the mean of the RSA-2048 and RSA-4096 rows above): on this
 machine starting processes on all CPUs at once makes each start
 $(calc %.0f%% "100 * ((${CPU[rsa2048.empty]} + ${CPU[rsa4096.empty]}) / 2 / ${CPU[empty1]} - 1)") dearer, which weighs more on a signer whose per-module cost is
 mostly its process start.  One at a time, see the last section.
