@@ -15,6 +15,7 @@
 #include "keys.h"
 #include "log.h"
 #include "options.h"
+#include "pkcs11.h"
 #include "policy.h"
 #include "secure.h"
 #include "server.h"
@@ -60,12 +61,16 @@ static int load_keys(struct daemon *d)
 	return 0;
 }
 
-/* SIGHUP: a new policy replaces the old one only if it parses whole. */
+/* SIGHUP: a new policy replaces the old one only if it parses whole, and a
+ * token that was gone is looked for again at once. */
 static int reload_policy(void *userdata)
 {
 	struct daemon *d = userdata;
 	struct policy fresh = { 0 };
-	int r = options_reload_allow(&d->opt, &fresh);
+	int r;
+
+	pkcs11_retry_now();
+	r = options_reload_allow(&d->opt, &fresh);
 
 	if (r < 0) {
 		policy_clear(&fresh);

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "log.h"
 #include "pkcs11.h"
 #include "pkcs7.h"
 #include "util.h"
@@ -21,6 +22,10 @@
  * it went away (SoftHSM2 answers CKR_GENERAL_ERROR until C_Finalize), so a
  * key whose token is gone reloads the whole module, at most once per
  * PKCS11_RETRY_MS; the other keys on it re-open silently on their next use.
+ * A module does not always give back all its memory at C_Finalize (SoftHSM2
+ * under libp11: about 20 KiB a reload), so in a long outage the reloads
+ * back off: after PKCS11_RELOAD_FAST in a row that did not bring the token
+ * back, each waits twice as long as the last, up to PKCS11_RELOAD_MAX_MS.
  *
  * Lock order: module @lock, then key @lock.  Signers and re-opens hold the
  * module lock shared; a reload holds it exclusive, so no key is in use.
@@ -30,6 +35,7 @@ struct pkcs11_module {
 	PKCS11_CTX *ctx; /* NULL after a reload that failed */
 	pthread_rwlock_t lock;
 	uint64_t last_reload_ms;
+	unsigned failed_reloads; /* in a row, the token still gone after each */
 	struct pkcs11_key *keys;
 	unsigned refs;
 	struct pkcs11_module *next;
@@ -538,12 +544,20 @@ static int sign_once(struct pkcs11_key *pk, const struct digest *md, const uint8
  * Finalize and initialize the module again, unless another key just did.
  * Every key on it drops its handles and re-opens at its next use.
  */
+static uint64_t reload_interval_ms(const struct pkcs11_module *m)
+{
+	unsigned n = m->failed_reloads > PKCS11_RELOAD_FAST ? m->failed_reloads - PKCS11_RELOAD_FAST : 0;
+	uint64_t ms = (uint64_t)PKCS11_RETRY_MS << (n < 8 ? n : 8);
+
+	return ms < PKCS11_RELOAD_MAX_MS ? ms : PKCS11_RELOAD_MAX_MS;
+}
+
 static bool module_reload(struct pkcs11_module *m)
 {
 	bool due;
 
 	pthread_rwlock_wrlock(&m->lock);
-	due = now_ms() - m->last_reload_ms >= PKCS11_RETRY_MS;
+	due = now_ms() - m->last_reload_ms >= reload_interval_ms(m);
 	if (due) {
 		for (struct pkcs11_key *k = m->keys; k; k = k->next_on_mod) {
 			teardown(k);
@@ -553,9 +567,36 @@ static bool module_reload(struct pkcs11_module *m)
 		module_unload(m);
 		module_load(m->path, &m->ctx);
 		m->last_reload_ms = now_ms();
+		log_notice("PKCS#11 module %s reloaded: a token was gone", m->path);
 	}
 	pthread_rwlock_unlock(&m->lock);
 	return due;
+}
+
+void pkcs11_retry_now(void)
+{
+	for (struct pkcs11_module *m = modules; m; m = m->next) {
+		pthread_rwlock_wrlock(&m->lock);
+		m->failed_reloads = 0;
+		m->last_reload_ms = 0;
+		for (struct pkcs11_key *k = m->keys; k; k = k->next_on_mod) {
+			pthread_rwlock_wrlock(&k->lock);
+			k->last_try_ms = 0;
+			pthread_rwlock_unlock(&k->lock);
+		}
+		pthread_rwlock_unlock(&m->lock);
+	}
+}
+
+/* After a reload: whether it brought the token back. */
+static void module_reload_done(struct pkcs11_module *m, bool token_back)
+{
+	pthread_rwlock_wrlock(&m->lock);
+	m->failed_reloads = token_back ? 0 : m->failed_reloads + 1;
+	if (!token_back && m->failed_reloads == PKCS11_RELOAD_FAST)
+		log_warning("PKCS#11 module %s: token still gone, reloading less often (at most every %d s)",
+			    m->path, PKCS11_RELOAD_MAX_MS / 1000);
+	pthread_rwlock_unlock(&m->lock);
 }
 
 /*
@@ -594,7 +635,9 @@ static int recover(struct pkcs11_key *pk, unsigned long gen, bool now)
 	pthread_rwlock_rdlock(&pk->lock);
 	gen = pk->gen;
 	pthread_rwlock_unlock(&pk->lock);
-	return reopen(pk, gen, true, &tried);
+	r = reopen(pk, gen, true, &tried);
+	module_reload_done(pk->mod, r != -ENODEV);
+	return r;
 }
 
 int pkcs11_key_sign(struct pkcs11_key *pk, const struct digest *md,

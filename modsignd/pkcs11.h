@@ -29,6 +29,8 @@
 
 #define PKCS11_MAX_PIN 256       /* bytes in a PIN file, newline excluded */
 #define PKCS11_RETRY_MS 1000     /* minimum interval between re-open attempts */
+#define PKCS11_RELOAD_FAST 4     /* module reloads at that pace before backing off */
+#define PKCS11_RELOAD_MAX_MS 10000 /* longest wait between reloads in an outage */
 #define PKCS11_CREDENTIAL "pkcs11-pin" /* systemd credential name */
 #ifndef PKCS11_DEFAULT_MODULE
 #define PKCS11_DEFAULT_MODULE "/usr/lib/x86_64-linux-gnu/p11-kit-proxy.so"
@@ -75,6 +77,11 @@ int pkcs11_key_health(const struct pkcs11_key *pk, const char **ret_why);
 
 /* Text for an error of this file; never NULL. */
 const char *pkcs11_strerror(int err);
+
+/* Forget the back-off of module reloads: the next request for a key whose
+ * token is gone reloads its module at once (SIGHUP: the operator says the
+ * token is back).  Main thread only. */
+void pkcs11_retry_now(void);
 
 /* Release the key (and its module when it was the last); accepts NULL. */
 void pkcs11_key_free(struct pkcs11_key *pk);

@@ -205,6 +205,24 @@ check wrong-pin-other-key-signs signs soft
 grep -q 9999 "$T/modsignd.log" && fail wrong-pin-not-logged "PIN in the log" || pass wrong-pin-not-logged
 echo 1234 >"$T/pin"
 check right-pin-recovers recovers rsa
+
+# A long outage: the module is reloaded each second a few times, then less
+# and less often (SoftHSM2 keeps about 20 KiB at each reload, so a reload
+# a second grew the daemon by a megabyte a minute); SIGHUP says the token
+# is back, and the next request reloads at once.
+reloads() { grep -c "PKCS#11 module .* reloaded" "$T/modsignd.log"; }
+r0=$(reloads)
+mv "$T"/tokens/* "$T/away/"
+end=$((SECONDS + 12))
+while [ $SECONDS -lt $end ]; do signs rsa 2>/dev/null; sleep 0.3; done
+n=$(($(reloads) - r0))
+check "long-outage-reloads-back-off ($n reloads in 12 s, 12 without)" test "$n" -ge 4 -a "$n" -le 8
+check long-outage-logged grep -q "token still gone, reloading less often" "$T/modsignd.log"
+mv "$T"/away/* "$T/tokens/"
+refute long-outage-token-back-waits-for-its-turn signs rsa
+kill -HUP "$HSMD"
+sleep 0.3
+check sighup-after-outage-signs-at-once signs rsa
 check daemon-still-running kill -0 "$HSMD"
 
 # ---- start-up ------------------------------------------------------------------
