@@ -303,6 +303,16 @@ static int parse_global(int argc, char **argv, struct global *g, int *ret_ind)
 	return 0;
 }
 
+/* A report that did not reach stdout (a closed pipe: SIGPIPE is ignored
+ * over TLS, see conn-tls.c; a full disk) is a failure, not exit 0. */
+static int stdout_ok(int rc)
+{
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return rc;
+	warn_msg("cannot write to stdout: %s", strerror(errno));
+	return rc ? rc : 1;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -347,7 +357,7 @@ int main(int argc, char **argv)
 #endif
 	for (size_t i = 0; i < ELEMENTSOF(cmds); i++)
 		if (strcmp(argv[ind], cmds[i].name) == 0)
-			return cmds[i].fn(&g, argc - ind, argv + ind);
+			return stdout_ok(cmds[i].fn(&g, argc - ind, argv + ind));
 	warn_msg("unknown command '%s' (try --help)", argv[ind]);
 	return EXIT_USAGE;
 }

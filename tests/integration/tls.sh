@@ -80,6 +80,12 @@ fresh() { cp "$(real_modules 1)" "$1"; $C strip "$1"; }
 # ---- a good builder --------------------------------------------------------
 fresh b1.ko
 check tls-status as builder-1 status
+# A report that cannot be written is an error (SIGPIPE is ignored over TLS).
+status_to() { as builder-1 status >"$1"; }
+refute tls-status-to-full-disk-fails status_to /dev/full
+cp "$T/last.out" "$T/full.err"
+check tls-status-to-full-disk-says-why grep -q "cannot write to stdout: No space left" "$T/full.err"
+check tls-status-to-dev-null-succeeds status_to /dev/null
 check tls-sign as builder-1 sign b1.ko
 check tls-signature-verifies $C verify --cert rsa.pem b1.ko
 fresh b1ec.ko
