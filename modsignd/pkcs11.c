@@ -540,10 +540,8 @@ static int sign_once(struct pkcs11_key *pk, const struct digest *md, const uint8
 	return r;
 }
 
-/*
- * Finalize and initialize the module again, unless another key just did.
- * Every key on it drops its handles and re-opens at its next use.
- */
+/* PKCS11_RETRY_MS, doubled for each failed reload past the first
+ * PKCS11_RELOAD_FAST, up to PKCS11_RELOAD_MAX_MS. */
 static uint64_t reload_interval_ms(const struct pkcs11_module *m)
 {
 	unsigned n = m->failed_reloads > PKCS11_RELOAD_FAST ? m->failed_reloads - PKCS11_RELOAD_FAST : 0;
@@ -552,6 +550,11 @@ static uint64_t reload_interval_ms(const struct pkcs11_module *m)
 	return ms < PKCS11_RELOAD_MAX_MS ? ms : PKCS11_RELOAD_MAX_MS;
 }
 
+/*
+ * Finalize and initialize the module again, unless another key just did
+ * or the back-off says not yet.  Every key on it drops its handles and
+ * re-opens at its next use.
+ */
 static bool module_reload(struct pkcs11_module *m)
 {
 	bool due;
