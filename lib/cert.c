@@ -112,12 +112,42 @@ int cert_subject(X509 *cert, char **ret)
 	return 0;
 }
 
+/*
+ * The number of primes of an RSA private key: 2, or more for a multi-prime
+ * key.  Asks for the extra factors' sizes only (no buffer), so no copy of a
+ * secret is made; a key whose factors are elsewhere (a token) counts as 2.
+ */
+static int rsa_primes(EVP_PKEY *pkey)
+{
+	static const char *const extra[] = {
+		OSSL_PKEY_PARAM_RSA_FACTOR3, OSSL_PKEY_PARAM_RSA_FACTOR4,
+		OSSL_PKEY_PARAM_RSA_FACTOR5, OSSL_PKEY_PARAM_RSA_FACTOR6,
+		OSSL_PKEY_PARAM_RSA_FACTOR7, OSSL_PKEY_PARAM_RSA_FACTOR8,
+		OSSL_PKEY_PARAM_RSA_FACTOR9, OSSL_PKEY_PARAM_RSA_FACTOR10,
+	};
+	int n = 2;
+
+	for (size_t i = 0; i < ELEMENTSOF(extra); i++, n++) {
+		OSSL_PARAM q[] = { OSSL_PARAM_BN(extra[i], NULL, 0), OSSL_PARAM_END };
+
+		if (!EVP_PKEY_get_params(pkey, q) || !OSSL_PARAM_modified(q))
+			break;
+	}
+	ERR_clear_error();
+	return n;
+}
+
 int cert_key_alg(EVP_PKEY *pkey, char *buf, size_t size)
 {
 	char group[64];
 
 	if (EVP_PKEY_is_a(pkey, "RSA")) {
-		snprintf(buf, size, "rsa%d", EVP_PKEY_get_bits(pkey));
+		int primes = rsa_primes(pkey);
+
+		if (primes > 2)
+			snprintf(buf, size, "rsa%d-%dp", EVP_PKEY_get_bits(pkey), primes);
+		else
+			snprintf(buf, size, "rsa%d", EVP_PKEY_get_bits(pkey));
 		return 0;
 	}
 	if (EVP_PKEY_is_a(pkey, "EC") &&

@@ -34,7 +34,8 @@ int cert_serial(X509 *cert, char **ret);
 /* One-line RFC 2253 subject, new string. */
 int cert_subject(X509 *cert, char **ret);
 
-/* Short algorithm description of a key: "rsa4096", "ecdsa-p384", ... */
+/* Short algorithm description of a key: "rsa4096", "rsa4096-4p" (a
+ * multi-prime private key), "ecdsa-p384", ... */
 int cert_key_alg(EVP_PKEY *pkey, char *buf, size_t size);
 
 #endif

@@ -117,9 +117,10 @@ stop_daemon() {
 }
 
 # A PEM file with a private key and its certificate, as certs/signing_key.pem.
-make_pem_key() { # FILE ALG(rsa:2048|ec:secp384r1) [CN]
+make_pem_key() { # FILE ALG(rsa:2048|rsa:4096-4p|ec:secp384r1) [CN]
 	local f=$1 alg=$2 cn=${3:-modsign test key} opt
 	case $alg in
+	rsa:*-*p) opt=(-newkey "${alg%-*}" -pkeyopt "rsa_keygen_primes:${alg##*-}") opt[3]=${opt[3]%p} ;;
 	rsa:*) opt=(-newkey "$alg") ;;
 	ec:*) opt=(-newkey ec -pkeyopt "ec_paramgen_curve:${alg#ec:}") ;;
 	esac

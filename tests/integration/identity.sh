@@ -7,7 +7,10 @@
 N=${IDENTITY_MODULES:-300}
 make_pem_key "$T/rsa.pem" rsa:2048 || { fail identity-setup "openssl req"; exit 1; }
 make_pem_key "$T/rsa4k.pem" rsa:4096 || { fail identity-setup "openssl req"; exit 1; }
-start_daemon "$T/sock" --key default=$T/rsa.pem --key big=$T/rsa4k.pem || exit 1
+# A multi-prime key (4 primes, RFC 8017): the signature depends only on the
+# modulus and exponent, so sign-file's and modsignd's must still agree.
+make_pem_key "$T/rsa4k4p.pem" rsa:4096-4p || { fail identity-setup "openssl req"; exit 1; }
+start_daemon "$T/sock" --key default=$T/rsa.pem --key big=$T/rsa4k.pem --key mp=$T/rsa4k4p.pem || exit 1
 export MODSIGN_SERVER=unix:$T/sock
 
 mkdir "$T/mods"
@@ -45,6 +48,7 @@ compare() {
 compare default "$T/rsa.pem" sha256
 compare default "$T/rsa.pem" sha512
 compare big "$T/rsa4k.pem" sha384
+compare mp "$T/rsa4k4p.pem" sha256
 compare default "$T/rsa.pem" sha256 -k
 
 # The tampered twin: the comparison must notice a single flipped bit.

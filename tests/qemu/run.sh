@@ -90,6 +90,7 @@ start_daemon()
 		--key default=ephemeral:rsa3072 \
 		--key ecdsa=ephemeral:ecdsa-p384 \
 		--key other=ephemeral:rsa2048 \
+		--key mp=ephemeral:rsa4096-4p \
 		"${hsm_args[@]}" \
 		--allow "uid:$(id -u)" 2> "$B/modsignd.log" &
 	daemon_pid=$!
@@ -282,7 +283,8 @@ extmod_cases()
 
 	for f in default:sha256:extmod-rsa-sha256 default:sha512:rsa-sha512 \
 		ecdsa:sha256:ecdsa-p384-sha256 ecdsa:sha384:ecdsa-p384-sha384 \
-		ecdsa:sha512:ecdsa-p384-sha512 other:sha256:otherkey; do
+		ecdsa:sha512:ecdsa-p384-sha512 mp:sha256:rsa4096-4p-sha256 \
+		other:sha256:otherkey; do
 		set -- ${f//:/ }
 		cp "$k" "$ext/$3.ko"
 		"$MODSIGN_CLIENT" sign --key "$1" --hash "$2" "$ext/$3.ko" \
@@ -298,7 +300,8 @@ extmod_cases()
 	done
 
 	# Every positive case has a tampered twin.
-	for f in extmod-rsa-sha256:tampered-rsa ecdsa-p384-sha384:tampered-ecdsa; do
+	for f in extmod-rsa-sha256:tampered-rsa ecdsa-p384-sha384:tampered-ecdsa \
+		rsa4096-4p-sha256:tampered-rsa4096-4p; do
 		set -- ${f//:/ }
 		[ -f "$ext/$1.ko" ] || continue
 		cp "$ext/$1.ko" "$ext/$2.ko"
@@ -609,6 +612,7 @@ main()
 	fi
 	"$MODSIGN_CLIENT" cert > "$B/cert.pem" &&
 		"$MODSIGN_CLIENT" cert --key ecdsa > "$B/trusted.pem" &&
+		"$MODSIGN_CLIENT" cert --key mp >> "$B/trusted.pem" &&
 		grep -q 'BEGIN CERTIFICATE' "$B/cert.pem" ||
 		abort modsign-client-cert "cannot get the certificates"
 	# The HSM key's certificate, as the daemon serves it from the token,
