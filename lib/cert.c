@@ -127,13 +127,14 @@ static int rsa_primes(EVP_PKEY *pkey)
 	};
 	int n = 2;
 
+	ERR_set_mark();
 	for (size_t i = 0; i < ELEMENTSOF(extra); i++, n++) {
 		OSSL_PARAM q[] = { OSSL_PARAM_BN(extra[i], NULL, 0), OSSL_PARAM_END };
 
 		if (!EVP_PKEY_get_params(pkey, q) || !OSSL_PARAM_modified(q))
 			break;
 	}
-	ERR_clear_error();
+	ERR_pop_to_mark();
 	return n;
 }
 

@@ -23,8 +23,9 @@ extern const char certgen_builtin_template[];
 
 /*
  * Generate a key of @alg (rsa2048, rsa3072, rsa4096, ecdsa-p256,
- * ecdsa-p384, or a multi-prime RSA key: rsa2048-3p, rsa3072-3p, rsa4096-3p,
- * rsa4096-4p).  Returns -EINVAL for an unknown algorithm.
+ * ecdsa-p384, or the multi-prime RSA keys rsa3072-3p and rsa4096-4p).
+ * Returns -EINVAL for an unknown algorithm, -EIO if OpenSSL refused (a
+ * multi-prime key under a FIPS provider).
  */
 int certgen_key(const char *alg, EVP_PKEY **ret);
 

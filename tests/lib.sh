@@ -120,7 +120,10 @@ stop_daemon() {
 make_pem_key() { # FILE ALG(rsa:2048|rsa:4096-4p|ec:secp384r1) [CN]
 	local f=$1 alg=$2 cn=${3:-modsign test key} opt
 	case $alg in
-	rsa:*-*p) opt=(-newkey "${alg%-*}" -pkeyopt "rsa_keygen_primes:${alg##*-}") opt[3]=${opt[3]%p} ;;
+	rsa:*-*p)
+		local n=${alg##*-}
+		opt=(-newkey "${alg%-*}" -pkeyopt "rsa_keygen_primes:${n%p}")
+		;;
 	rsa:*) opt=(-newkey "$alg") ;;
 	ec:*) opt=(-newkey ec -pkeyopt "ec_paramgen_curve:${alg#ec:}") ;;
 	esac

@@ -48,6 +48,10 @@ compare() {
 compare default "$T/rsa.pem" sha256
 compare default "$T/rsa.pem" sha512
 compare big "$T/rsa4k.pem" sha384
+# ... and it must really be a 4-prime key, or that comparison proves nothing.
+"$CLIENT" status >"$T/status"
+check identity-mp-is-4-prime grep -q "key mp: rsa4096-4p, file" "$T/status"
+check identity-big-is-2-prime grep -q "key big: rsa4096, file" "$T/status"
 compare mp "$T/rsa4k4p.pem" sha256
 compare default "$T/rsa.pem" sha256 -k
 
