@@ -136,7 +136,8 @@ start_daemon() {
 		--tls-cert "$W/pki/server.crt" --tls-key "$W/pki/server.key" --tls-client-ca "$W/pki/ca.crt"
 		--allow uid:"$(id -u)" --allow cn:bench-client
 		--key rsa2048="$W/rsa2048.pem" --key rsa4096="$W/rsa4096.pem" --key p384="$W/p384.pem"
-		--key rsa4096p4="$W/rsa4096p4.pem")
+		--key rsa4096p4="$W/rsa4096p4.pem"
+		--key default="$W/rsa4096.pem") # for kbuild: the certificate names no key
 	[ -n "$HSM_KEY" ] && args+=(--key "$HSM_KEY" --cert "hsm=$W/hsm.crt" --pin-file "$W/pin")
 	"$MODSIGND" "${args[@]}" 2>>"$W/modsignd.log" &
 	DPID=$!
@@ -384,7 +385,10 @@ tls_vs_unix() {
 # commands are given through a small wrapper that puts this run's key and
 # certificate in place of the tree's; module compression is turned off.
 # kbuild_install HOW REPS DEST MAKE-ARGS...: make modules_install REPS times
-# into DEST, signing through modsign, sign-file or not at all (HOW), and
+# in the shadow tree into DEST, signing through modsign, sign-file or not
+# at all (HOW) exactly as a user would configure it: MODULE_SIGN_CMD is
+# modsign-client sign-file with CONFIG_MODULE_SIG_KEY naming the
+# certificate (docs/KERNEL.md), or unset with it naming the key file.  Then
 # check what it installed: every module signed by this run's key, or none.
 # kbuild ignores a failed signing command for M= modules, so only the
 # check tells.  Sets KB_SECS (mean) and KB_COUNT (modules installed).
@@ -393,14 +397,14 @@ kbuild_install() {
 	shift 3
 	args=(CONFIG_MODULE_COMPRESS_XZ= CONFIG_MODULE_COMPRESS_GZIP= CONFIG_MODULE_COMPRESS_ZSTD=)
 	case $how in
-	modsign) args+=(MODULE_SIGN_CMD="$W/kb-modsign") ;;
-	signfile) args+=(MODULE_SIGN_CMD="$W/kb-signfile") ;;
+	modsign) args+=(MODULE_SIGN_CMD="$CLIENT sign-file" CONFIG_MODULE_SIG_KEY="$W/rsa4096.crt") ;;
+	signfile) args+=(CONFIG_MODULE_SIG_KEY="$W/rsa4096.pem") ;;
 	off) args+=(CONFIG_MODULE_SIG_ALL=) ;;
 	esac
 	s=$(now)
 	for i in $(seq 1 "$reps"); do
 		rm -rf "$dest"
-		make -C "$KDIR" -s "$@" modules_install INSTALL_MOD_PATH="$dest" "${args[@]}" \
+		make -C "$W/ktree" -s "$@" modules_install INSTALL_MOD_PATH="$dest" "${args[@]}" \
 			>"$W/kb.log" 2>&1 || { tail -n 5 "$W/kb.log" >&2; die "modules_install ($how)"; }
 	done
 	e=$(now)
@@ -414,6 +418,17 @@ kbuild_install() {
 	else
 		[ "$ok" -eq "$KB_COUNT" ] || die "modules_install ($how): $ok of $KB_COUNT modules verify"
 	fi
+}
+
+# The test kernel's tree as symlinks, with this run's certificate as
+# certs/signing_key.x509: the tree's own belongs to a one-time key that is
+# gone, and the tree itself is left alone (tests/qemu/run.sh uses it).
+# modules_install writes only under INSTALL_MOD_PATH.
+shadow_tree() {
+	cp -as "$KDIR" "$W/ktree" || die "cp -as $KDIR"
+	rm -f "$W/ktree/certs/signing_key.x509"
+	openssl x509 -in "$W/rsa4096.crt" -outform DER -out "$W/ktree/certs/signing_key.x509" ||
+		die "certs/signing_key.x509"
 }
 
 kbuild_view() {
@@ -431,9 +446,7 @@ kbuild_view() {
 		return
 	fi
 	KB_MODS=$(wc -l <"$KDIR/modules.order")
-	printf '#!/bin/sh\nexec %s sign-file "$1" modsign:rsa4096 %s "$4"\n' "$CLIENT" "$W/rsa4096.crt" >"$W/kb-modsign"
-	printf '#!/bin/sh\nexec %s "$1" %s %s "$4"\n' "$SF" "$W/rsa4096.pem" "$W/rsa4096.crt" >"$W/kb-signfile"
-	chmod +x "$W/kb-modsign" "$W/kb-signfile"
+	shadow_tree
 	local how ext=$W/kbext
 	for how in modsign signfile off; do
 		kbuild_install $how 5 "$W/kb"
@@ -453,7 +466,7 @@ kbuild_view() {
 		KBUILDX[$how]=$KB_SECS
 		log "kbuild M= $how, $NPP modules: ${KBUILDX[$how]} s"
 	done
-	rm -rf "$W/kbx" "$ext"
+	rm -rf "$W/kbx" "$ext" "$W/ktree"
 	KB_DONE=yes
 }
 
@@ -668,11 +681,14 @@ EOF
 \`make modules_install\` of the test kernel of \`tests/qemu/build-kernel.sh\`
 (tinyconfig, $KB_MODS module(s) in \`modules.order\`), into a scratch
 \`INSTALL_MOD_PATH\`, mean of 5, RSA-4096, compression off on the command line.
-The tree's certificate belongs to a one-time key that is gone, so both
-signing commands go through a two-line \`sh\` wrapper that passes this run's
-certificate (and, for sign-file, key): \`MODULE_SIGN_CMD=wrapper\`
-(\`docs/KERNEL.md\`). With so few modules this measures kbuild's fixed cost
-plus one signing command per module, not throughput.
+It runs in a copy of the tree made of symlinks whose
+\`certs/signing_key.x509\` is this run's certificate (the tree's own belongs
+to a one-time key that is gone), configured as a user would
+(\`docs/KERNEL.md\`): for modsign \`MODULE_SIGN_CMD="modsign-client sign-file"\`
+with \`CONFIG_MODULE_SIG_KEY\` naming the certificate, for sign-file
+\`CONFIG_MODULE_SIG_KEY\` naming the key file. With so few modules this
+measures kbuild's fixed cost plus one signing command per module, not
+throughput.
 
 | signing | seconds |
 |---|---|
