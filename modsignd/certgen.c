@@ -32,18 +32,17 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY_CTX *, EVP_PKEY_CTX_free)
  */
 static const struct {
 	const char *name;
-	const char *type;
-	unsigned bits;
-	unsigned primes;
-	const char *curve;
+	unsigned bits;     /* RSA */
+	unsigned primes;   /* RSA */
+	const char *curve; /* EC; NULL for RSA */
 } algs[] = {
-	{ "rsa2048", "RSA", 2048, 2, NULL },
-	{ "rsa3072", "RSA", 3072, 2, NULL },
-	{ "rsa4096", "RSA", 4096, 2, NULL },
-	{ "rsa3072-3p", "RSA", 3072, 3, NULL },
-	{ "rsa4096-4p", "RSA", 4096, 4, NULL },
-	{ "ecdsa-p256", "EC", 0, 0, "P-256" },
-	{ "ecdsa-p384", "EC", 0, 0, "P-384" },
+	{ "rsa2048", 2048, 2, NULL },
+	{ "rsa3072", 3072, 2, NULL },
+	{ "rsa4096", 4096, 2, NULL },
+	{ "rsa3072-3p", 3072, 3, NULL },
+	{ "rsa4096-4p", 4096, 4, NULL },
+	{ "ecdsa-p256", 0, 0, "P-256" },
+	{ "ecdsa-p384", 0, 0, "P-384" },
 };
 
 static EVP_PKEY *rsa_keygen(unsigned bits, unsigned primes)
