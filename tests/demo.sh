@@ -8,7 +8,9 @@ B=$REPO/build
 "$REPO/tests/fixtures.sh"
 
 dir=$(mktemp -d /tmp/modsign-demo.XXXXXX)
-trap 'kill $pid 2>/dev/null; wait 2>/dev/null; rm -rf "$dir"' EXIT
+pid=
+# set -e holds inside the trap too: the daemon is usually gone by now.
+trap '[ -z "$pid" ] || kill "$pid" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$dir"' EXIT
 export MODSIGN_SERVER=unix:$dir/modsignd.sock
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
