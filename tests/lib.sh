@@ -66,6 +66,19 @@ refute() {
 	if "$@" >"$T/last.out" 2>&1; then fail "$name" "unexpectedly succeeded"; else pass "$name"; fi
 }
 
+# eventually SECS COMMAND...: succeeds as soon as COMMAND does, retrying
+# every 0.1 s for up to SECS seconds; for what the daemon does
+# asynchronously (a SIGHUP, a slot freed), which a fixed sleep only
+# usually waits long enough for.
+eventually() {
+	local end=$(($(date +%s) + $1))
+	shift
+	until "$@"; do
+		[ "$(date +%s)" -lt "$end" ] || return 1
+		sleep 0.1
+	done
+}
+
 # start_daemon SOCK ARGS...: start modsignd, wait until it answers.
 start_daemon() {
 	local sock=$1 stale

@@ -40,10 +40,17 @@ check "batch-audited-every-module" test "$(grep -c '"hash":"sha512"' "$T/modsign
 
 # SIGTERM mid-batch: requests in flight finish, then the daemon exits; the
 # client names every module it did not sign, and none is damaged.
+# The signal goes once the first module of the batch is signed, not after
+# a fixed sleep, which on a slow machine can come before the client has
+# connected.
 for f in $(cat "$T/list"); do cp "$f" "$f.before"; done
+touch "$T/term.stamp" # after the copies: only modules written later are newer
 $C sign --key default --hash sha384 $(cat "$T/list") 2>"$T/term.err" &
 cpid=$!
-sleep 0.3
+for _ in $(seq 1 1000); do
+	[ -n "$(find "$T/m" -name '*.ko' -newer "$T/term.stamp" -print -quit)" ] && break
+	sleep 0.01
+done
 kill -TERM "$DAEMON_PID"
 wait "$cpid"
 crc=$?

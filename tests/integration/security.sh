@@ -101,7 +101,7 @@ for _ in $(seq 1 200); do [ -S "$T/nb/s" ] && break; sleep 0.05; done
 npid=$(pgrep -u nobody -f "unix:$T/nb/s" | head -n1)
 runuser -u nobody -- sleep 300 &
 DAEMON_PIDS+=($!)
-sleep 0.2
+for _ in $(seq 1 100); do pgrep -u nobody -f "^sleep 300$" >/dev/null && break; sleep 0.05; done
 twin=$(pgrep -u nobody -f "^sleep 300$" | tail -n1)
 ptrace_attach() { # PID: as nobody, PTRACE_ATTACH then detach; exit 0 if allowed
 	runuser -u nobody -- python3 - "$1" <<'PY'

@@ -46,9 +46,9 @@ for _ in $(seq 1 400); do grep -q READY=1 "$T/notify.log" && break; sleep 0.05; 
 check notify-ready grep -q "READY=1" "$T/notify.log"
 check ready-after-keys-loaded grep -q "key default: ephemeral rsa4096" "$T/d.log"
 check serves-when-ready "$CLIENT" --server "unix:$T/sock" status
-sleep 1.5
+pings() { test "$(grep -c WATCHDOG=1 "$T/notify.log")" -ge 2; }
+check notify-watchdog eventually 5 pings
 check notify-status grep -q "STATUS=.*signature(s) given" "$T/notify.log"
-check notify-watchdog test "$(grep -c WATCHDOG=1 "$T/notify.log")" -ge 2
 kill -TERM $pid
 wait $pid
 check exits-0-on-sigterm test $? -eq 0
@@ -61,7 +61,7 @@ import socket, sys; s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind
 try: print(s.recv(4096).decode())
 except socket.timeout: pass" >"$T/notify2.log" &
 l2=$!
-sleep 0.3
+for _ in $(seq 1 100); do [ -S "$T/notify2" ] && break; sleep 0.05; done
 NOTIFY_SOCKET=$T/notify2 "$MODSIGND" --listen "unix:$T/sock2" --key default=/nonexistent.pem 2>/dev/null
 wait $l2
 refute no-ready-without-keys grep -q "READY=1" "$T/notify2.log"

@@ -125,8 +125,9 @@ refused() { # NAME REASON-IN-AUDIT CLIENT-ARGS...
 	lines=$(wc -l <audit.jsonl)
 	if "$@" sign r.ko >out 2>err; then fail "$name" "signed"; return; fi
 	[ "$(sha r.ko)" = "$before" ] || { fail "$name" "module changed"; return; }
-	sleep 0.2
-	tail -n +$((lines + 1)) audit.jsonl | grep -q -- "$reason" ||
+	# The daemon audits after it has answered: the client may exit first.
+	audited_since() { tail -n +$((lines + 1)) audit.jsonl | grep -q -- "$reason"; }
+	eventually 5 audited_since ||
 		{ fail "$name" "no audit record with '$reason': $(tail -n 2 audit.jsonl)"; return; }
 	pass "$name ($(tr "\n" " " <err | head -c 160))"
 }
@@ -152,16 +153,14 @@ assert n >= 8, n
 # ---- SIGHUP: new policy, same keys ----------------------------------------
 sed -i 's/^allow = cn:builder-2=ec$/allow = cn:builder-2=ec,default\nallow = cn:stranger/' modsignd.conf
 kill -HUP $DAEMON_PID
-sleep 0.5
 fresh hup.ko
-check sighup-grants-new-rule as stranger sign hup.ko
+check sighup-grants-new-rule eventually 5 as stranger sign hup.ko
 check sighup-keeps-one-time-key $C verify --cert rsa.pem hup.ko
 check sighup-same-certificate cmp rsa.pem <($C --server unix:$T/sock cert)
 echo 'allow = nonsense' >>modsignd.conf
 kill -HUP $DAEMON_PID
-sleep 0.3
+check sighup-bad-policy-logged eventually 5 grep -q "keeping the old policy" modsignd.log
 check sighup-bad-policy-keeps-old as stranger status
-check sighup-bad-policy-logged grep -q "keeping the old policy" modsignd.log
 stop_daemon $DAEMON_PID
 
 # ---- socket activation ------------------------------------------------------
