@@ -106,8 +106,10 @@ void workq_push(struct workq *q, struct job *j)
 	pthread_mutex_lock(&q->lock);
 	*q->todo_tail = j;
 	q->todo_tail = &j->next;
-	pthread_cond_signal(&q->cond);
 	pthread_mutex_unlock(&q->lock);
+	/* After the unlock: a worker woken while we hold the lock would only
+	 * block on it again. */
+	pthread_cond_signal(&q->cond);
 }
 
 struct job *workq_take_done(struct workq *q)
