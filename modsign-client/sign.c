@@ -33,6 +33,8 @@ struct item {
 	const char *path;
 	const char *dest; /* NULL: in place */
 	struct modfile m;
+	uint8_t digest[DIGEST_MAX_LEN];
+	size_t digest_len;     /* 0: not hashed yet */
 	bool sent, done, ok;
 	int prep_err;          /* modfile_prepare() failed: not written */
 	const char *prep_why;
@@ -67,27 +69,36 @@ static void item_fail(struct item *it, int r, const char *why)
 	it->done = true;
 }
 
-/* Open, hash and send; a failure here is the file's, not the connection's. */
-static int item_send(struct conn *c, const struct sign_opts *o, struct item *it,
-		     uint64_t id)
+/* Open and hash; false (said, and the item done) if the file is bad. */
+static bool item_hash(const struct sign_opts *o, struct item *it)
 {
-	_cleanup_(json_object_putp) json_object *req = NULL;
-	uint8_t digest[DIGEST_MAX_LEN];
-	size_t len;
 	const char *why;
 	int r;
 
 	r = modfile_open(it->path, it->dest == NULL, &it->m, &why);
 	if (r < 0) {
 		item_fail(it, r, why);
-		return 0;
+		return false;
 	}
-	r = modfile_digest(&it->m, o->md, digest, &len);
+	r = modfile_digest(&it->m, o->md, it->digest, &it->digest_len);
 	if (r < 0) {
 		item_fail(it, r, r == -ESTALE ? "changed while being read" : NULL);
-		return 0;
+		return false;
 	}
-	req = sign_request(id, o, it, digest, len);
+	return true;
+}
+
+/* Hash (unless done already) and send; a failure here is the file's, not
+ * the connection's. */
+static int item_send(struct conn *c, const struct sign_opts *o, struct item *it,
+		     uint64_t id)
+{
+	_cleanup_(json_object_putp) json_object *req = NULL;
+	int r;
+
+	if (it->done || (it->digest_len == 0 && !item_hash(o, it)))
+		return 0;
+	req = sign_request(id, o, it, it->digest, it->digest_len);
 	if (!req)
 		return -ENOMEM;
 	r = conn_send(c, req);
@@ -231,8 +242,15 @@ static int run_sign(const struct global *g, const struct sign_opts *o,
 {
 	_cleanup_(conn_closep) struct conn *c = NULL;
 
-	if (client_connect(g, &c) < 0)
+	/* The first module is hashed before connecting: its request then
+	 * follows the connect at once, and the daemon finds it waiting when
+	 * it accepts (one wake-up fewer for kbuild's one module per run). */
+	if (n > 0)
+		item_hash(o, &items[0]);
+	if (client_connect(g, &c) < 0) {
+		modfile_close(&items[0].m);
 		return 1;
+	}
 	return sign_items(c, o, items, n) ? 1 : 0;
 }
 

@@ -684,6 +684,11 @@ static void accept_one(struct server *s, struct listener *l)
 	s->conns = c;
 	s->n_conns++;
 	log_debug("%s: connected", peer.desc);
+	/* kbuild's one-shot client hashes first and sends its request right
+	 * after connecting, so it is usually waiting already: read it now
+	 * rather than after another trip through epoll_wait(). */
+	if (!l->tls)
+		conn_readable(s, c);
 }
 
 /* ---- completions: audit first, then reply ------------------------------ */
