@@ -173,13 +173,21 @@ static int write_signature(int out, const uint8_t *sig, size_t sig_len)
 	return write_full(out, trailer, sizeof(trailer));
 }
 
+/* The module we read is as we read it and, signed in place, still the
+ * file at its name: one renamed over it meanwhile (a rebuild) must not be
+ * replaced by a signed copy of the old body. */
 static bool unchanged(const struct modfile *m)
 {
-	struct stat now;
+	struct stat now, named;
 
-	return fstat(m->fd, &now) == 0 && now.st_size == m->st.st_size &&
-	       now.st_mtim.tv_sec == m->st.st_mtim.tv_sec &&
-	       now.st_mtim.tv_nsec == m->st.st_mtim.tv_nsec;
+	if (fstat(m->fd, &now) < 0 || now.st_size != m->st.st_size ||
+	    now.st_mtim.tv_sec != m->st.st_mtim.tv_sec ||
+	    now.st_mtim.tv_nsec != m->st.st_mtim.tv_nsec)
+		return false;
+	if (m->dest != m->path)
+		return true;
+	return lstat(m->path, &named) == 0 && named.st_dev == now.st_dev &&
+	       named.st_ino == now.st_ino;
 }
 
 /*

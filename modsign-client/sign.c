@@ -245,10 +245,11 @@ static int run_sign(const struct global *g, const struct sign_opts *o,
 	/* The first module is hashed before connecting: its request then
 	 * follows the connect at once, and the daemon finds it waiting when
 	 * it accepts (one wake-up fewer for kbuild's one module per run). */
-	if (n > 0)
-		item_hash(o, &items[0]);
+	if (n > 0 && !item_hash(o, &items[0]) && n == 1)
+		return 1; /* said why; nothing to ask the daemon */
 	if (client_connect(g, &c) < 0) {
-		modfile_close(&items[0].m);
+		if (n > 0)
+			modfile_close(&items[0].m);
 		return 1;
 	}
 	return sign_items(c, o, items, n) ? 1 : 0;
