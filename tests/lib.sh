@@ -71,10 +71,10 @@ refute() {
 # asynchronously (a SIGHUP, a slot freed), which a fixed sleep only
 # usually waits long enough for.
 eventually() {
-	local end=$(($(date +%s) + $1))
+	local end=$(($(date +%s%N) / 1000000 + $1 * 1000))
 	shift
 	until "$@"; do
-		[ "$(date +%s)" -lt "$end" ] || return 1
+		[ $(($(date +%s%N) / 1000000)) -lt "$end" ] || return 1
 		sleep 0.1
 	done
 }

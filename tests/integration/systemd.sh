@@ -46,8 +46,13 @@ for _ in $(seq 1 400); do grep -q READY=1 "$T/notify.log" && break; sleep 0.05; 
 check notify-ready grep -q "READY=1" "$T/notify.log"
 check ready-after-keys-loaded grep -q "key default: ephemeral rsa4096" "$T/d.log"
 check serves-when-ready "$CLIENT" --server "unix:$T/sock" status
-pings() { test "$(grep -c WATCHDOG=1 "$T/notify.log")" -ge 2; }
-check notify-watchdog eventually 5 pings
+# Three pings, each within the 1 s watchdog interval of the one before
+# (the listener stamps each message with its monotonic time).
+pings() { test "$(grep -c WATCHDOG=1 "$T/notify.log")" -ge 3; }
+eventually 5 pings
+gap=$(awk '/WATCHDOG=1/ { if (n++) { g = $1 - t; if (g > max) max = g } t = $1 } END { printf "%.3f", max + 0 }' "$T/notify.log")
+check "notify-watchdog ($(grep -c WATCHDOG=1 "$T/notify.log") pings, longest gap ${gap} s)" \
+	test "$(grep -c WATCHDOG=1 "$T/notify.log")" -ge 3 -a "$(echo "$gap > 0 && $gap < 1.0" | bc)" -eq 1
 check notify-status grep -q "STATUS=.*signature(s) given" "$T/notify.log"
 kill -TERM $pid
 wait $pid

@@ -152,13 +152,23 @@ assert n >= 8, n
 
 # ---- SIGHUP: new policy, same keys ----------------------------------------
 sed -i 's/^allow = cn:builder-2=ec$/allow = cn:builder-2=ec,default\nallow = cn:stranger/' modsignd.conf
-kill -HUP $DAEMON_PID
+# The daemon logs the SIGHUP on its main thread just before acting on it,
+# and serves no request in between: once the line is there, one attempt.
+hups() { grep -c "SIGHUP: re-reading the policy" modsignd.log; }
+hup() { # signal, and wait until the daemon says it has it
+	local h0
+	h0=$(hups)
+	kill -HUP $DAEMON_PID
+	hup_seen() { [ "$(hups)" -gt "$h0" ]; }
+	eventually 5 hup_seen
+}
+hup
 fresh hup.ko
-check sighup-grants-new-rule eventually 5 as stranger sign hup.ko
+check sighup-grants-new-rule as stranger sign hup.ko
 check sighup-keeps-one-time-key $C verify --cert rsa.pem hup.ko
 check sighup-same-certificate cmp rsa.pem <($C --server unix:$T/sock cert)
 echo 'allow = nonsense' >>modsignd.conf
-kill -HUP $DAEMON_PID
+hup
 check sighup-bad-policy-logged eventually 5 grep -q "keeping the old policy" modsignd.log
 check sighup-bad-policy-keeps-old as stranger status
 stop_daemon $DAEMON_PID
