@@ -194,6 +194,12 @@ int conn_send(struct conn *c, json_object *msg)
 	return 0;
 }
 
+void conn_end_requests(struct conn *c)
+{
+	if (!c->tls_ops)
+		shutdown(c->fd, SHUT_WR);
+}
+
 int conn_recv(struct conn *c, json_object **ret)
 {
 	for (;;) {

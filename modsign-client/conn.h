@@ -51,6 +51,12 @@ uint64_t conn_next_id(struct conn *c);
 /* Send one message. */
 int conn_send(struct conn *c, json_object *msg);
 
+/* No more requests follow: a UNIX connection is half-closed, so the
+ * daemon reads the end of input with the last request and hangs up right
+ * after its reply instead of waking again for our close.  Replies still
+ * come.  Over TLS, nothing. */
+void conn_end_requests(struct conn *c);
+
 /* Receive the next message (new reference).  -ECONNRESET if the daemon hung
  * up, -ETIMEDOUT, -EBADMSG/-EMSGSIZE for garbage. */
 int conn_recv(struct conn *c, json_object **ret);

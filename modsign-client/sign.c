@@ -207,6 +207,8 @@ static size_t sign_items(struct conn *c, const struct sign_opts *o,
 		while (r >= 0 && next < n && inflight < SIGN_WINDOW) {
 			r = item_send(c, o, &items[next], next + 1);
 			inflight += items[next++].sent;
+			if (r >= 0 && next == n)
+				conn_end_requests(c);
 		}
 		if (r < 0 || inflight == 0)
 			break;

@@ -71,6 +71,46 @@ check lean-full-sign-identical cmp "$T/l1.ko" "$T/f1.ko"
 check lean-full-sign-file-identical cmp "$T/l2.ko" "$T/f2.ko"
 refute lean-full-differ-by-hash cmp "$T/l1.ko" "$T/l2.ko"
 
+# One module per run: the client half-closes after its last request, and
+# the daemon answers what it read, then hangs up at once instead of waking
+# again for the client's close (docs/PROTOCOL.md).  The twin: a client that
+# keeps its end open keeps a connection that takes more requests.
+cp "$mod" "$T/h.ko"
+$CLIENT strip "$T/h.ko"
+strace -qq -f -e trace=shutdown -o "$T/half.strace" \
+	"$CLIENT" sign-file sha256 modsign:default "$T/cert.pem" "$T/h.ko"
+check lean-client-half-closes grep -Eq "shutdown\(.*SHUT_WR\) *= 0" "$T/half.strace"
+check half-closed-signature-verifies "$CLIENT" verify --cert "$T/cert.pem" "$T/h.ko"
+half_close() { # half|open: three sign requests, then the replies and whether the daemon hung up
+	python3 - "$T/sock" "$1" <<'PY'
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+def frame(o):
+    b = json.dumps(o).encode(); return struct.pack(">I", len(b)) + b
+s.sendall(b"".join(frame({"v": 1, "id": i + 1, "op": "sign", "hash": "sha256",
+                          "digest": "%064x" % (i + 1), "module": "half%d" % i}) for i in range(3)))
+if sys.argv[2] == "half":
+    s.shutdown(socket.SHUT_WR)
+s.settimeout(20)
+buf, replies, errors = b"", 0, 0
+while replies < 3:
+    c = s.recv(65536)
+    if not c: break
+    buf += c
+    while len(buf) >= 4 and len(buf) >= 4 + struct.unpack(">I", buf[:4])[0]:
+        n = struct.unpack(">I", buf[:4])[0]
+        errors += not json.loads(buf[4:4 + n]).get("ok"); replies += 1; buf = buf[4 + n:]
+s.settimeout(2)  # every reply is in: does the daemon hang up?
+try: eof = int(s.recv(1) == b"")
+except socket.timeout: eof = 0
+print("replies=%d errors=%d eof=%d" % (replies, errors, eof))
+PY
+}
+half_close half >"$T/half.out" 2>&1
+check daemon-answers-half-closed-then-hangs-up grep -qx "replies=3 errors=0 eof=1" "$T/half.out"
+half_close open >"$T/open.out" 2>&1
+check daemon-keeps-open-connection grep -qx "replies=3 errors=0 eof=0" "$T/open.out"
+
 # The installed layout: bin/modsign-client finds libexec/modsign/modsign-client-full.
 mkdir -p "$T/inst/bin" "$T/inst/libexec/modsign"
 cp "$CLIENT" "$T/inst/bin/modsign-client"
