@@ -78,6 +78,31 @@ check audit-authenticated-refusals-each-recorded test "$(grep -c '"result":"unkn
 check audit-unix-log-is-json lines_json "$T/unix.jsonl"
 stop_daemon "$upid"
 
+# ---- many sources: the table of sources is bounded, the rest share one entry --
+start_daemon "$T/msock" --key default=ephemeral:ecdsa-p256 --allow uid:0 --socket-mode 0666 \
+	--audit-log "$T/many.jsonl" || exit 1
+mpid=$DAEMON_PID
+# 100 uids no rule names, 3 connections each, interleaved; root forks a
+# child per connection that drops to its uid.
+python3 - "$T/msock" <<'PY'
+import os, socket, sys
+for rnd in range(3):
+    for uid in range(61000, 61100):
+        pid = os.fork()
+        if pid == 0:
+            os.setgroups([]); os.setgid(65534); os.setuid(uid)
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(sys.argv[1]); s.recv(4096); os._exit(0)
+        os.waitpid(pid, 0)
+PY
+hup "$mpid"
+many_summed() { read -r recs tot < <(refusals "$T/many.jsonl" "not allowed by policy|sources past the table"); [ "$tot" -eq 300 ]; }
+check audit-many-sources-all-counted eventually 10 many_summed
+check "audit-many-sources-records-bounded ($recs records)" test "$recs" -le 130
+check audit-many-sources-share-one-entry grep -q '"identity":"\*".*"summary":true' "$T/many.jsonl"
+check audit-many-sources-log-is-json lines_json "$T/many.jsonl"
+stop_daemon "$mpid"
+
 # ---- a loop of TLS peers without a good certificate ---------------------------
 (mkdir "$T/pki" && cd "$T/pki" && pki ca && pki rogue-ca && printf 'subjectAltName=IP:127.0.0.1\n' >san.ext &&
 	issue host ca -extfile san.ext && issue builder ca && issue rogue rogue-ca) || { fail tls-setup; exit 1; }
