@@ -228,3 +228,69 @@ int parse_uint(const char *s, unsigned long max, unsigned long *ret)
 	*ret = v;
 	return 0;
 }
+
+size_t utf8_seq_len(const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	unsigned char lo = 0x80, hi = 0xbf;
+	size_t n;
+
+	if (u[0] < 0x80)
+		return u[0] ? 1 : 0;
+	if (u[0] < 0xc2 || u[0] > 0xf4)
+		return 0; /* continuation byte, overlong lead, or past U+10FFFF */
+	n = u[0] < 0xe0 ? 2 : u[0] < 0xf0 ? 3 : 4;
+	/* The second byte's range excludes overlongs, surrogates and
+	 * code points past U+10FFFF (RFC 3629 section 4). */
+	if (u[0] == 0xe0)
+		lo = 0xa0;
+	else if (u[0] == 0xed)
+		hi = 0x9f;
+	else if (u[0] == 0xf0)
+		lo = 0x90;
+	else if (u[0] == 0xf4)
+		hi = 0x8f;
+	if (u[1] < lo || u[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if (u[i] < 0x80 || u[i] > 0xbf)
+			return 0;
+	return n;
+}
+
+bool utf8_is_valid(const char *s)
+{
+	size_t n;
+
+	for (; *s; s += n)
+		if (!(n = utf8_seq_len(s)))
+			return false;
+	return true;
+}
+
+int utf8_replace_invalid(const char *s, char **ret)
+{
+	static const char fffd[] = "\xef\xbf\xbd";
+	size_t len = strlen(s), o = 0, n;
+	char *out;
+
+	if (len > (SIZE_MAX - 1) / 3)
+		return -ENOMEM;
+	out = malloc(len * 3 + 1); /* each bad byte grows to three */
+	if (!out)
+		return -ENOMEM;
+	for (; *s; s += n) {
+		n = utf8_seq_len(s);
+		if (n) {
+			memcpy(out + o, s, n);
+			o += n;
+		} else {
+			memcpy(out + o, fffd, 3);
+			o += 3;
+			n = 1;
+		}
+	}
+	out[o] = '\0';
+	*ret = out;
+	return 0;
+}

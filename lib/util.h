@@ -52,6 +52,24 @@ int buf_grow(uint8_t **buf, size_t *cap, size_t len, size_t max);
  */
 int read_file(const char *path, size_t max, int open_flags, char **ret, size_t *ret_len);
 
+/*
+ * Length of the well-formed UTF-8 sequence (RFC 3629: shortest form, no
+ * surrogates, at most U+10FFFF) that @s starts with, 0 if it does not start
+ * with one (or is at its NUL).
+ */
+size_t utf8_seq_len(const char *s);
+
+/* Whether all of the NUL-terminated @s is well-formed UTF-8. */
+bool utf8_is_valid(const char *s);
+
+/*
+ * A copy of @s in *@ret with each byte that does not belong to a
+ * well-formed UTF-8 sequence replaced by U+FFFD (Unicode's "maximal
+ * subpart" rule, one replacement per bad byte): text fit for JSON (RFC 8259
+ * section 8.1) whatever the peer sent.  Returns 0 or -ENOMEM.
+ */
+int utf8_replace_invalid(const char *s, char **ret);
+
 /* Parse a decimal unsigned int with a maximum; -EINVAL / -ERANGE. */
 int parse_uint(const char *s, unsigned long max, unsigned long *ret);
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <systemd/sd-journal.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,12 +17,400 @@
 #include "proto.h"
 #include "util.h"
 
+/* A torn record left by a crash is at most this long; a longer tail
+ * without a newline is not ours, and is not cut. */
+#define AUDIT_MAX_LINE (64 * 1024)
+
+/* Refusals of one unauthenticated source for one reason, this interval. */
+struct refusals {
+	bool used;
+	char source[PEER_MAX_CN + 8];
+	char reason[AUDIT_MAX_REASON];
+	char peer[PEER_MAX_CN + 72]; /* the last one counted */
+	char first[48], last[48];    /* wall-clock times of the counted ones */
+	uint64_t start_ms;           /* monotonic: when the recorded one came */
+	uint64_t count;              /* since the recorded one, not recorded apart */
+};
+
+/* The open log file and what we know of its end. */
+struct log_file {
+	int fd;
+	bool regular;  /* a regular file: a torn append can be cut back */
+	off_t synced;  /* end of the last record known durable */
+	off_t cut;     /* -1, or where the file must be cut back to first */
+};
+
 struct audit {
 	char *path;
-	int fd;
-	bool dirty;   /* records written since the last sync */
-	bool journal; /* running under systemd: structured entries */
+	struct log_file f;
+	bool dirty;    /* records written since the last sync */
+	bool journal;  /* running under systemd: structured entries */
+	/* The last slot is shared by every source once the others are taken,
+	 * so memory and records stay bounded however many sources there are. */
+	struct refusals refusals[AUDIT_REFUSAL_SOURCES + 1];
 };
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void now_rfc3339(char *buf, size_t size)
+{
+	struct timespec ts;
+	struct tm tm;
+	char base[32];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf, size, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
+}
+
+/* ---- the file: whole records only --------------------------------------- */
+
+/* Cut the file back to @off, the end of the last complete record; if that
+ * fails, every later write tries again first (and fails until it works). */
+static int cut_back(struct log_file *f, off_t off)
+{
+	if (ftruncate(f->fd, off) < 0) {
+		f->cut = off;
+		return -errno;
+	}
+	f->cut = -1;
+	if (f->synced > off)
+		f->synced = off;
+	return 0;
+}
+
+/* A record torn by a crash (or by an older modsignd on a full disk) ends
+ * without its newline; cut it, so that the next record starts its own
+ * line.  A longer tail is not one of ours: end it with a newline instead. */
+static int repair_tail(struct log_file *f, off_t size)
+{
+	char buf[4096];
+	off_t end = size;
+
+	while (end > 0 && size - end < AUDIT_MAX_LINE) {
+		size_t n = end < (off_t)sizeof(buf) ? (size_t)end : sizeof(buf);
+		ssize_t k = pread(f->fd, buf, n, end - (off_t)n);
+
+		if (k != (ssize_t)n)
+			return k < 0 ? -errno : -EIO;
+		for (size_t i = n; i > 0; i--)
+			if (buf[i - 1] == '\n')
+				return cut_back(f, end - (off_t)n + (off_t)i);
+		end -= (off_t)n;
+	}
+	if (end == 0)
+		return cut_back(f, 0);
+	return write_full(f->fd, "\n", 1);
+}
+
+static int open_log(struct log_file *f, int fd)
+{
+	struct stat st;
+	char last;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	*f = (struct log_file){ .fd = fd, .cut = -1, .regular = S_ISREG(st.st_mode) };
+	f->synced = f->regular ? st.st_size : 0;
+	if (!f->regular || st.st_size == 0)
+		return 0;
+	if (pread(fd, &last, 1, st.st_size - 1) != 1)
+		return -EIO;
+	return last == '\n' ? 0 : repair_tail(f, st.st_size);
+}
+
+/* One write() per record, as O_APPEND keeps it whole among other writers;
+ * if it fails midway, the part written is cut off again. */
+static int append(struct audit *a, const char *line, size_t len)
+{
+	struct log_file *f = &a->f;
+	struct stat st;
+	off_t start = -1;
+	size_t done = 0;
+	int r;
+
+	if (f->regular) {
+		if (f->cut >= 0 && (r = cut_back(f, f->cut)) < 0)
+			return r;
+		if (fstat(f->fd, &st) < 0)
+			return -errno;
+		start = st.st_size;
+		if (f->synced > start)
+			f->synced = start; /* shortened by someone else (copytruncate) */
+	}
+	while (done < len) {
+		ssize_t n = write(f->fd, line + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : -EIO;
+			if (done > 0 && start >= 0)
+				cut_back(f, start);
+			return r;
+		}
+		done += (size_t)n;
+	}
+	a->dirty = true;
+	return 0;
+}
+
+int audit_sync(struct audit *a)
+{
+	struct log_file *f = &a->f;
+	struct stat st;
+	int r;
+
+	if (f->fd < 0 || !a->dirty)
+		return 0;
+	a->dirty = false;
+	if (fdatasync(f->fd) < 0) {
+		r = -errno;
+		/* Not known to be durable: the server withholds what these
+		 * records cover, so they go, lest the file say "ok" for it. */
+		if (f->regular && fstat(f->fd, &st) == 0 && st.st_size > f->synced)
+			cut_back(f, f->synced);
+		return r;
+	}
+	if (f->regular && fstat(f->fd, &st) == 0)
+		f->synced = st.st_size;
+	return 0;
+}
+
+/* ---- records -------------------------------------------------------------- */
+
+/* A JSON string of @s, its ill-formed UTF-8 replaced (RFC 8259 8.1). */
+static json_object *text_new(const char *s)
+{
+	_cleanup_(freep) char *clean = NULL;
+
+	if (!s)
+		return NULL;
+	if (utf8_is_valid(s))
+		return json_object_new_string(s);
+	if (utf8_replace_invalid(s, &clean) < 0)
+		return NULL;
+	return json_object_new_string(clean);
+}
+
+/* The module name is the peer's; when it is not UTF-8, its bytes are
+ * kept too, so the record still names the file exactly. */
+static void add_module(json_object *o, const char *module)
+{
+	_cleanup_(freep) char *hex = NULL;
+
+	json_object_object_add(o, "module", text_new(module));
+	if (module && !utf8_is_valid(module) &&
+	    hex_encode((const uint8_t *)module, strlen(module), &hex) == 0)
+		json_object_object_add(o, "module_hex", json_object_new_string(hex));
+}
+
+static json_object *event_json(const struct audit_event *e, const char *hex)
+{
+	json_object *o = json_object_new_object();
+	char when[48];
+
+	if (!o)
+		return NULL;
+	now_rfc3339(when, sizeof(when));
+	json_object_object_add(o, "time", json_object_new_string(when));
+	json_object_object_add(o, "identity", text_new(e->peer->identity));
+	json_object_object_add(o, "peer", text_new(e->peer->desc));
+	json_object_object_add(o, "key", text_new(e->key));
+	json_object_object_add(o, "key_id", text_new(e->key_id));
+	json_object_object_add(o, "hash", e->md ? json_object_new_string(digest_name(e->md)) : NULL);
+	json_object_object_add(o, "digest", hex ? json_object_new_string(hex) : NULL);
+	add_module(o, e->module);
+	json_object_object_add(o, "result", text_new(e->result));
+	return o;
+}
+
+static json_object *event_new(const struct audit_event *e)
+{
+	_cleanup_(freep) char *hex = NULL;
+
+	if (e->digest && e->digest_len && hex_encode(e->digest, e->digest_len, &hex) < 0)
+		return NULL;
+	return event_json(e, hex);
+}
+
+static int write_json(struct audit *a, json_object *o)
+{
+	size_t n;
+	const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &n);
+	_cleanup_(freep) char *line = NULL;
+
+	if (a->f.fd < 0)
+		return 0;
+	if (!s)
+		return -ENOMEM;
+	line = malloc(n + 1);
+	if (!line)
+		return -ENOMEM;
+	memcpy(line, s, n);
+	line[n] = '\n';
+	return append(a, line, n + 1);
+}
+
+static const char *field(json_object *o, const char *name)
+{
+	return json_object_get_string(json_object_object_get(o, name)) ?: "";
+}
+
+/* The journal entry; without journald, one line on stderr instead.  Both
+ * take the record's text, which is UTF-8 whatever the peer sent. */
+static void journal_json(const struct audit *a, json_object *o)
+{
+	const char *result = field(o, "result");
+	bool ok = strcmp(result, "ok") == 0;
+	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+
+	if (a->journal &&
+	    sd_journal_send("MESSAGE=audit: %s", text, "PRIORITY=%d", ok ? LOG_INFO : LOG_WARNING,
+			    "SYSLOG_IDENTIFIER=modsignd", "MODSIGN_RESULT=%s", result,
+			    "MODSIGN_IDENTITY=%s", field(o, "identity"), "MODSIGN_KEY=%s",
+			    field(o, "key"), "MODSIGN_KEY_ID=%s", field(o, "key_id"),
+			    "MODSIGN_HASH=%s", field(o, "hash"), "MODSIGN_DIGEST=%s",
+			    field(o, "digest"), "MODSIGN_MODULE=%s", field(o, "module"),
+			    "MODSIGN_COUNT=%s", field(o, "count"), NULL) >= 0)
+		return;
+	log_msg(ok ? LOG_INFO : LOG_WARNING, "audit: %s", text);
+}
+
+int audit_write(struct audit *a, const struct audit_event *e)
+{
+	_cleanup_(json_object_putp) json_object *o = event_new(e);
+
+	return o ? write_json(a, o) : -ENOMEM;
+}
+
+void audit_journal(struct audit *a, const struct audit_event *e)
+{
+	_cleanup_(json_object_putp) json_object *o = event_new(e);
+
+	if (o)
+		journal_json(a, o);
+}
+
+int audit_record(struct audit *a, const struct audit_event *e)
+{
+	_cleanup_(json_object_putp) json_object *o = event_new(e);
+	int r;
+
+	if (!o)
+		return -ENOMEM;
+	r = write_json(a, o);
+	journal_json(a, o);
+	return r;
+}
+
+/* ---- refusals of unauthenticated peers ------------------------------------ */
+
+static bool refusals_match(const struct refusals *f, const char *source, const char *reason)
+{
+	return f->used && strcmp(f->source, source) == 0 && strcmp(f->reason, reason) == 0;
+}
+
+/* The entry for @source and @reason, a free one, or the shared last one. */
+static struct refusals *refusals_slot(struct audit *a, const char *source, const char *reason)
+{
+	struct refusals *free_slot = NULL;
+
+	for (size_t i = 0; i < AUDIT_REFUSAL_SOURCES; i++) {
+		struct refusals *f = &a->refusals[i];
+
+		if (refusals_match(f, source, reason))
+			return f;
+		if (!f->used && !free_slot)
+			free_slot = f;
+	}
+	return free_slot ?: &a->refusals[AUDIT_REFUSAL_SOURCES];
+}
+
+/* One record for the refusals counted since the recorded one. */
+static void refusals_summary(struct audit *a, const struct refusals *f)
+{
+	_cleanup_(json_object_putp) json_object *o = json_object_new_object();
+	char when[48];
+
+	if (!o)
+		return;
+	now_rfc3339(when, sizeof(when));
+	json_object_object_add(o, "time", json_object_new_string(when));
+	json_object_object_add(o, "identity", text_new(f->source));
+	json_object_object_add(o, "peer", text_new(f->peer));
+	json_object_object_add(o, "key", NULL);
+	json_object_object_add(o, "key_id", NULL);
+	json_object_object_add(o, "hash", NULL);
+	json_object_object_add(o, "digest", NULL);
+	json_object_object_add(o, "module", NULL);
+	json_object_object_add(o, "result", text_new(f->reason));
+	json_object_object_add(o, "summary", json_object_new_boolean(true));
+	json_object_object_add(o, "count", json_object_new_uint64(f->count));
+	json_object_object_add(o, "first", json_object_new_string(f->first));
+	json_object_object_add(o, "last", json_object_new_string(f->last));
+	json_object_object_add(o, "interval_s", json_object_new_int(AUDIT_REFUSAL_INTERVAL_S));
+	write_json(a, o);
+	journal_json(a, o);
+}
+
+static void refusals_end(struct audit *a, struct refusals *f)
+{
+	if (f->used && f->count)
+		refusals_summary(a, f);
+	f->used = false;
+}
+
+void audit_unauth_refusal(struct audit *a, const struct audit_event *e)
+{
+	uint64_t now = mono_ms();
+	const char *source = e->peer->identity, *reason = e->result;
+	struct refusals *f = refusals_slot(a, source, reason);
+	bool shared = f == &a->refusals[AUDIT_REFUSAL_SOURCES];
+
+	if (f->used && now - f->start_ms >= AUDIT_REFUSAL_INTERVAL_S * 1000ull)
+		refusals_end(a, f);
+	if (f->used) {
+		f->count++;
+		snprintf(f->peer, sizeof(f->peer), "%s", e->peer->desc);
+		now_rfc3339(f->last, sizeof(f->last));
+		if (f->count == 1)
+			memcpy(f->first, f->last, sizeof(f->first));
+		return;
+	}
+	*f = (struct refusals){ .used = true, .start_ms = now };
+	snprintf(f->source, sizeof(f->source), "%s", shared ? "*" : source);
+	snprintf(f->reason, sizeof(f->reason), "%s",
+		 shared ? "refused before authentication (sources past the table)" : reason);
+	audit_record(a, e);
+}
+
+void audit_tick(struct audit *a)
+{
+	uint64_t now = mono_ms();
+
+	for (size_t i = 0; i <= AUDIT_REFUSAL_SOURCES; i++) {
+		struct refusals *f = &a->refusals[i];
+
+		if (f->used && now - f->start_ms >= AUDIT_REFUSAL_INTERVAL_S * 1000ull)
+			refusals_end(a, f);
+	}
+}
+
+static void refusals_flush(struct audit *a)
+{
+	for (size_t i = 0; i <= AUDIT_REFUSAL_SOURCES; i++)
+		refusals_end(a, &a->refusals[i]);
+}
+
+/* ---- life cycle ----------------------------------------------------------- */
 
 int audit_new(const char *path, struct audit **ret)
 {
@@ -30,7 +419,7 @@ int audit_new(const char *path, struct audit **ret)
 
 	if (!a)
 		return -ENOMEM;
-	a->fd = -1;
+	a->f.fd = -1;
 	a->journal = getenv("JOURNAL_STREAM") || getenv("INVOCATION_ID");
 	if (path && !(a->path = strdup(path))) {
 		free(a);
@@ -47,18 +436,27 @@ int audit_new(const char *path, struct audit **ret)
 
 int audit_reopen(struct audit *a)
 {
-	int fd;
+	_cleanup_(closep) int fd = -1;
+	struct log_file next;
+	int r;
 
 	if (!a->path)
 		return 0;
-	fd = open(a->path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+	/* Read as well as append: a torn last record is found by reading. */
+	fd = open(a->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
 	if (fd < 0)
 		return -errno;
-	if (a->fd >= 0) {
-		fdatasync(a->fd);
-		close(a->fd);
+	r = open_log(&next, fd);
+	if (r < 0)
+		return r;
+	if (a->f.fd >= 0) {
+		refusals_flush(a); /* the summaries belong to the old file */
+		fdatasync(a->f.fd);
+		close(a->f.fd);
 	}
-	a->fd = fd;
+	TAKE_FD(fd);
+	a->f = next;
+	a->dirty = false;
 	return 0;
 }
 
@@ -66,107 +464,11 @@ void audit_free(struct audit *a)
 {
 	if (!a)
 		return;
-	if (a->fd >= 0) {
-		fdatasync(a->fd);
-		close(a->fd);
+	refusals_flush(a);
+	if (a->f.fd >= 0) {
+		fdatasync(a->f.fd);
+		close(a->f.fd);
 	}
 	free(a->path);
 	free(a);
-}
-
-static void now_rfc3339(char *buf, size_t size)
-{
-	struct timespec ts;
-	struct tm tm;
-	char base[32];
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(buf, size, "%s.%03ldZ", base, ts.tv_nsec / 1000000);
-}
-
-static json_object *event_json(const struct audit_event *e, const char *hex)
-{
-	json_object *o = json_object_new_object();
-	char when[48];
-
-	if (!o)
-		return NULL;
-	now_rfc3339(when, sizeof(when));
-	json_object_object_add(o, "time", json_object_new_string(when));
-	json_object_object_add(o, "identity", json_object_new_string(e->peer->identity));
-	json_object_object_add(o, "peer", json_object_new_string(e->peer->desc));
-	json_object_object_add(o, "key", e->key ? json_object_new_string(e->key) : NULL);
-	json_object_object_add(o, "key_id", e->key_id ? json_object_new_string(e->key_id) : NULL);
-	json_object_object_add(o, "hash", e->md ? json_object_new_string(digest_name(e->md)) : NULL);
-	json_object_object_add(o, "digest", hex ? json_object_new_string(hex) : NULL);
-	json_object_object_add(o, "module", e->module ? json_object_new_string(e->module) : NULL);
-	json_object_object_add(o, "result", json_object_new_string(e->result));
-	return o;
-}
-
-static int write_line(struct audit *a, json_object *o)
-{
-	size_t n;
-	const char *s = json_object_to_json_string_length(o, JSON_C_TO_STRING_PLAIN, &n);
-	_cleanup_(freep) char *line = NULL;
-	int r;
-
-	if (!s)
-		return -ENOMEM;
-	line = malloc(n + 1);
-	if (!line)
-		return -ENOMEM;
-	memcpy(line, s, n);
-	line[n] = '\n';
-	/* One write() per line: O_APPEND keeps lines whole. */
-	r = write_full(a->fd, line, n + 1);
-	if (r >= 0)
-		a->dirty = true;
-	return r;
-}
-
-/* The journal entry; without journald, one line on stderr instead.  The
- * module name is the peer's: json-c escapes it; the journal takes binary. */
-static void journal_or_stderr(const struct audit *a, const struct audit_event *e,
-			      json_object *o)
-{
-	bool ok = strcmp(e->result, "ok") == 0;
-	const char *text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
-
-	if (a->journal &&
-	    sd_journal_send("MESSAGE=audit: %s", text, "PRIORITY=%d", ok ? LOG_INFO : LOG_WARNING,
-			    "SYSLOG_IDENTIFIER=modsignd", "MODSIGN_RESULT=%s", e->result,
-			    "MODSIGN_IDENTITY=%s", e->peer->identity, "MODSIGN_KEY=%s", e->key ?: "",
-			    "MODSIGN_KEY_ID=%s", e->key_id ?: "", "MODSIGN_HASH=%s",
-			    e->md ? digest_name(e->md) : "", "MODSIGN_DIGEST=%s",
-			    json_object_get_string(json_object_object_get(o, "digest")) ?: "",
-			    "MODSIGN_MODULE=%s", e->module ?: "", NULL) >= 0)
-		return;
-	log_msg(ok ? LOG_INFO : LOG_WARNING, "audit: %s", text);
-}
-
-int audit_record(struct audit *a, const struct audit_event *e)
-{
-	_cleanup_(freep) char *hex = NULL;
-	_cleanup_(json_object_putp) json_object *o = NULL;
-
-	if (e->digest && e->digest_len && hex_encode(e->digest, e->digest_len, &hex) < 0)
-		return -ENOMEM;
-	o = event_json(e, hex);
-	if (!o)
-		return -ENOMEM;
-	journal_or_stderr(a, e, o);
-	return a->fd >= 0 ? write_line(a, o) : 0;
-}
-
-int audit_sync(struct audit *a)
-{
-	if (a->fd < 0 || !a->dirty)
-		return 0;
-	if (fdatasync(a->fd) < 0)
-		return -errno;
-	a->dirty = false;
-	return 0;
 }

@@ -10,6 +10,19 @@
  * audit_sync(); the server sends no signature before the sync covering its
  * record has succeeded.  Syncing once per batch of completions keeps the
  * cost of fdatasync() off each signature.
+ *
+ * The file holds whole records only: an append that fails midway (a full
+ * disk) is cut back to where the last complete record ends before anything
+ * else is written, and a failed sync cuts back to the last durable record,
+ * so that the file never says "ok" for a signature that was withheld.
+ * Every string is well-formed UTF-8: bytes a peer sent that are not are
+ * replaced by U+FFFD, and the module's raw bytes are kept in "module_hex".
+ *
+ * Refusals of peers that never authenticated cost nothing to repeat, so
+ * they are bounded: per source and reason, the first in an interval is
+ * recorded and the rest are counted into one summary record (see
+ * audit_unauth_refusal()).  At most 2 * (AUDIT_REFUSAL_SOURCES + 1) such
+ * records per interval, whatever the rate of connections.
  */
 
 #include "digest.h"
@@ -19,6 +32,10 @@
 #include <openssl/evp.h>
 
 #include "policy.h"
+
+#define AUDIT_REFUSAL_INTERVAL_S 60u
+#define AUDIT_REFUSAL_SOURCES 64u  /* sources tracked apart; the rest share one */
+#define AUDIT_MAX_REASON (PEER_MAX_CN + 64)
 
 struct audit_event {
 	const struct peer *peer;
@@ -36,15 +53,41 @@ struct audit;
 /* Open the log at @path (NULL: journal/stderr only).  Returns 0 or -errno. */
 int audit_new(const char *path, struct audit **ret);
 
-/* Record an event.  Returns 0, or -errno if the log file write failed. */
+/* Append @e to the log file only.  Returns 0, or -errno when the write
+ * failed (then nothing of it is left in the file). */
+int audit_write(struct audit *a, const struct audit_event *e);
+
+/* The journal entry for @e (stderr without journald), nothing else. */
+void audit_journal(struct audit *a, const struct audit_event *e);
+
+/* Both: the file, then the journal.  Returns audit_write()'s result. */
 int audit_record(struct audit *a, const struct audit_event *e);
 
-/* Make every record so far durable.  Returns 0 or -errno. */
+/*
+ * Record the refusal of a peer that never authenticated: a UNIX peer no
+ * rule names, a TLS peer whose handshake or certificate failed or whose
+ * name no rule admits.  The source is @e->peer->identity ("uid:N",
+ * "tls:ADDRESS" or "cn:NAME").  The first refusal of a source for a reason
+ * is recorded as audit_record() would; the others in the next
+ * AUDIT_REFUSAL_INTERVAL_S seconds are only counted, and one summary
+ * record (result the reason, "summary":true, "count", "first", "last")
+ * follows when the interval is over.  Sources past AUDIT_REFUSAL_SOURCES
+ * share one entry, identity "*".
+ */
+void audit_unauth_refusal(struct audit *a, const struct audit_event *e);
+
+/* Write the summaries of intervals that are over; call about once a second. */
+void audit_tick(struct audit *a);
+
+/* Make every record so far durable.  Returns 0 or -errno; on failure the
+ * records since the last good sync are cut from the file. */
 int audit_sync(struct audit *a);
 
-/* Reopen the log file (after rotation, on SIGHUP). */
+/* Reopen the log file (after rotation, on SIGHUP); pending summaries go
+ * to the old file first. */
 int audit_reopen(struct audit *a);
 
+/* Write pending summaries, sync, close; accepts NULL. */
 void audit_free(struct audit *a);
 
 #endif

@@ -325,8 +325,15 @@ static void audit_refusal(struct server *s, const struct peer *peer,
 	};
 
 	/* A refusal sends no signature, so its record need not be synced
-	 * before the reply; the next sync makes it durable. */
-	audit_record(s->audit, &e);
+	 * before the reply; the next sync makes it durable.  Without a
+	 * request the peer was refused before it authenticated: repeating
+	 * that costs it nothing, so such records are bounded (audit.h).  A
+	 * request's refusal is recorded each time: its peer has authenticated,
+	 * and could as well fill the log with signatures it is granted. */
+	if (!req)
+		audit_unauth_refusal(s->audit, &e);
+	else
+		audit_record(s->audit, &e);
 }
 
 static void dispatch_sign(struct server *s, struct conn *c,
@@ -704,21 +711,47 @@ static const char *job_result(const struct job *j, char *buf, size_t size)
 	return buf;
 }
 
-static void audit_job(struct server *s, struct job *j)
+static struct audit_event job_event(const struct job *j, const char *result)
 {
-	char buf[PROTO_MAX_ERROR];
-	const char *result = job_result(j, buf, sizeof(buf));
-	struct audit_event e = {
+	return (struct audit_event){
 		.peer = &j->conn->peer, .key = j->key->name, .key_id = j->key->key_id,
 		.md = j->md, .digest = j->digest, .digest_len = j->digest_len,
 		.module = j->module, .result = result,
 	};
-
-	if (audit_record(s->audit, &e) < 0)
-		j->audit_failed = true; /* unrecorded: the signature must not leave */
 }
 
-static void reply_job(struct server *s, struct job *j, int audit_r)
+static void audit_job(struct server *s, struct job *j)
+{
+	char buf[PROTO_MAX_ERROR];
+	struct audit_event e = job_event(j, job_result(j, buf, sizeof(buf)));
+
+	/* Unrecorded: the signature must not leave. */
+	j->audit_r = audit_write(s->audit, &e);
+}
+
+/* Why a signature that was made is not sent, or NULL if it is. */
+static const char *job_withheld(const struct job *j, int sync_r, char *buf, size_t size)
+{
+	int r = j->audit_r < 0 ? j->audit_r : sync_r;
+
+	if (j->r < 0 || r >= 0)
+		return NULL;
+	snprintf(buf, size, "withheld: audit log unavailable: %s", strerror(-r));
+	return buf;
+}
+
+/* The journal's record, once the file's fate is known: it says
+ * "withheld", not "ok", for a signature the file could not hold. */
+static void journal_job(struct server *s, const struct job *j, int sync_r)
+{
+	char buf[PROTO_MAX_ERROR], why[PROTO_MAX_ERROR];
+	const char *withheld = job_withheld(j, sync_r, why, sizeof(why));
+	struct audit_event e = job_event(j, withheld ?: job_result(j, buf, sizeof(buf)));
+
+	audit_journal(s->audit, &e);
+}
+
+static void reply_job(struct server *s, struct job *j, int sync_r)
 {
 	struct conn *c = j->conn;
 	char msg[PROTO_MAX_ERROR];
@@ -727,9 +760,11 @@ static void reply_job(struct server *s, struct job *j, int audit_r)
 	s->inflight--;
 	if (c->fd < 0)
 		return; /* reap_conns() frees it */
-	if (audit_r < 0 || j->audit_failed)
-		conn_reply_error(c, j->id, "audit log unavailable: not signed");
-	else if (j->r < 0)
+	if (sync_r < 0 || j->audit_r < 0) {
+		snprintf(msg, sizeof(msg), "audit log unavailable (%s): not signed",
+			 strerror(-(j->audit_r < 0 ? j->audit_r : sync_r)));
+		conn_reply_error(c, j->id, msg);
+	} else if (j->r < 0)
 		conn_reply_error(c, j->id, job_result(j, msg, sizeof(msg)));
 	else {
 		conn_queue(c, reply_signature(j->id, j->key, j->der, j->der_len));
@@ -741,8 +776,9 @@ static void reply_job(struct server *s, struct job *j, int audit_r)
 }
 
 /*
- * Group commit: record every finished job, make the records durable with
- * one sync, and only then queue the signatures for their peers.
+ * Group commit: write every finished job's record, make them durable with
+ * one sync, and only then journal each with its real fate and queue the
+ * signatures for their peers.
  */
 static void drain_workq(struct server *s)
 {
@@ -756,6 +792,7 @@ static void drain_workq(struct server *s)
 		log_error("audit log sync failed, withholding signatures: %s", strerror(-r));
 	for (j = list; j; j = next) {
 		next = j->next;
+		journal_job(s, j, r);
 		reply_job(s, j, r);
 		job_free(j);
 	}
@@ -884,6 +921,7 @@ int server_run(struct server *s)
 		reap_conns(s);
 		if (now_ms() - last_tick >= (uint64_t)tick) {
 			sweep_timeouts(s);
+			audit_tick(s->audit);
 			notify_status(s);
 			last_tick = now_ms();
 		}

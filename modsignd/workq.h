@@ -31,7 +31,7 @@ struct job {
 	char *module;
 	/* result, set by the worker */
 	int r;
-	bool audit_failed; /* set by the loop: the signature must not leave */
+	int audit_r; /* set by the loop: < 0, the record failed and the signature must not leave */
 	uint8_t *der;
 	size_t der_len;
 };

@@ -209,6 +209,32 @@ static void test_erase(void)
 	CHECK("erase_and_free accepts NULL", true);
 }
 
+static void test_utf8(void)
+{
+	_cleanup_(freep) char *a = NULL, *b = NULL, *c = NULL;
+
+	CHECK("utf8 ascii valid", utf8_is_valid("snd-hda.ko"));
+	CHECK("utf8 two/three/four-byte valid", utf8_is_valid("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"));
+	CHECK("utf8 empty valid", utf8_is_valid(""));
+	/* Tampered twins: every kind of ill-formed sequence. */
+	CHECK("utf8 0xff invalid", !utf8_is_valid("\xff\xfe.ko"));
+	CHECK("utf8 lone continuation invalid", !utf8_is_valid("a\x80"));
+	CHECK("utf8 overlong invalid", !utf8_is_valid("\xc0\xaf"));
+	CHECK("utf8 overlong three-byte invalid", !utf8_is_valid("\xe0\x80\xaf"));
+	CHECK("utf8 surrogate invalid", !utf8_is_valid("\xed\xa0\x80"));
+	CHECK("utf8 past U+10FFFF invalid", !utf8_is_valid("\xf4\x90\x80\x80"));
+	CHECK("utf8 truncated invalid", !utf8_is_valid("\xe2\x82"));
+
+	CHECK("utf8_replace_invalid bad bytes",
+	      utf8_replace_invalid("\xff\xfe.ko", &a) == 0 &&
+		      strcmp(a, "\xef\xbf\xbd\xef\xbf\xbd.ko") == 0 && utf8_is_valid(a));
+	CHECK("utf8_replace_invalid keeps good text",
+	      utf8_replace_invalid("\xc3\xa9t\xc3\xa9.ko", &b) == 0 && strcmp(b, "\xc3\xa9t\xc3\xa9.ko") == 0);
+	CHECK("utf8_replace_invalid truncated sequence",
+	      utf8_replace_invalid("x\xe2\x82", &c) == 0 &&
+		      strcmp(c, "x\xef\xbf\xbd\xef\xbf\xbd") == 0);
+}
+
 int main(void)
 {
 	test_hex();
@@ -218,5 +244,6 @@ int main(void)
 	test_parse_uint();
 	test_read_write_full();
 	test_erase();
+	test_utf8();
 	return unit_summary("test-util");
 }
