@@ -27,8 +27,8 @@
  * connection slots but a quarter (SERVER_UNIX_RESERVE), kept for local
  * clients.
  */
-#define SERVER_DEFAULT_MAX_HANDSHAKES 64
-#define SERVER_DEFAULT_MAX_HANDSHAKES_PER_SOURCE 8
+#define SERVER_DEFAULT_MAX_HANDSHAKES 128
+#define SERVER_DEFAULT_MAX_HANDSHAKES_PER_SOURCE 32
 #define SERVER_UNIX_RESERVE(max_conns) ((max_conns) / 4)
 /* A TLS handshake must end, and a connection with nothing pending may
  * stay silent, this long (seconds; --handshake-timeout, --idle-timeout). */

@@ -97,12 +97,13 @@ flood_field() { sed -n "s/.*$2=\([0-9]*\).*/\1/p" "$1/result"; }
 flood_ready() { eventually 30 test -e "$1/ready"; }
 
 # ---- a flood from many sources against both listeners ----------------------
-# 120 silent sockets from ten addresses: more than --max-connections (16),
-# more than the handshake budget of the listener (64) and of each source (8).
+# 400 silent sockets from ten addresses: more than --max-connections (16),
+# more than the default handshake budget of the listener (128) and of each
+# source (32).
 PORT=$(free_port)
 tls_daemon many "$PORT" --max-connections 16 || exit 1
 SOURCES=$(seq -s, -f '127.0.0.%g' 2 11)
-start_flood flood1 "$PORT" "$SOURCES" 12
+start_flood flood1 "$PORT" "$SOURCES" 40
 check flood-saturates-daemon flood_ready flood1
 check flood-unix-status $C --server "unix:$T/many.sock" status
 fresh u.ko
@@ -130,7 +131,8 @@ stop_daemon "$DAEMON_PID"
 # ---- one source's flood does not block another ------------------------------
 PORT=$(free_port)
 tls_daemon src "$PORT" --max-connections 16 || exit 1
-start_flood flood2 "$PORT" 127.0.0.2 40
+# 80 from one address: over its budget (32), under the listener's (128).
+start_flood flood2 "$PORT" 127.0.0.2 80
 check per-source-excess-closed-at-once flood_ready flood2
 fresh s.ko
 check per-source-other-address-signs tls "$PORT" builder-1 sign s.ko
