@@ -366,7 +366,10 @@ static bool conn_wants_input(const struct server *s, const struct conn *c)
 
 static bool conn_finished(const struct server *s, const struct conn *c)
 {
-	if (c->out_len > 0 || c->inflight > 0 || c->handshaking)
+	/* A handshake is no work in flight: on stop, it is not waited for. */
+	if (c->handshaking)
+		return s->stopping;
+	if (c->out_len > 0 || c->inflight > 0)
 		return false;
 	return c->eof || c->closing || s->stopping;
 }

@@ -310,3 +310,26 @@ wait "$IDLE_PID"
 check "idle-active-clients-served ($(cat idle/*.replies 2>/dev/null | tr '\n' ' '))" \
 	test -s idle/unix-active.replies -a -s idle/tls-active.replies
 stop_daemon "$DAEMON_PID"
+
+# ---- on SIGTERM, silent handshakes are not waited for ------------------------
+# The daemon waits up to 10 s for requests in flight; a peer that never
+# finishes its handshake has none, and must not hold the exit that long.
+PORT=$(free_port)
+tls_daemon term "$PORT" || exit 1
+mkdir -p term
+python3 - "$PORT" term <<'PY' &
+import os, socket, sys, time
+s = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(4)]
+open(sys.argv[2] + "/held", "w").close()
+while not os.path.exists(sys.argv[2] + "/stop"): time.sleep(0.05)
+PY
+TERM_PY=$!
+eventually 10 test -e term/held
+fresh term.ko
+check sigterm-with-silent-handshakes-still-signs $C --server "unix:$T/term.sock" sign term.ko
+kill "$DAEMON_PID"
+gone() { ! kill -0 "$DAEMON_PID" 2>/dev/null; }
+check sigterm-does-not-wait-for-silent-handshakes eventually 5 gone
+touch term/stop
+wait "$TERM_PY"
+stop_daemon "$DAEMON_PID"
