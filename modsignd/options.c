@@ -15,7 +15,8 @@ enum {
 	OPT_CONFIG = 256, OPT_CHECK, OPT_LISTEN, OPT_KEY, OPT_ALLOW, OPT_CERT,
 	OPT_PIN_FILE, OPT_PKCS11_MODULE, OPT_AUDIT_LOG, OPT_ORG, OPT_CN, OPT_EMAIL,
 	OPT_DAYS, OPT_TEMPLATE, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_WORKERS,
-	OPT_MAXCONN, OPT_MODE, OPT_VERSION, OPT_HELP,
+	OPT_MAXCONN, OPT_MAXHS, OPT_MAXHS_SRC, OPT_HS_TIMEOUT, OPT_IDLE_TIMEOUT,
+	OPT_MODE, OPT_VERSION, OPT_HELP,
 };
 
 static const struct optdef {
@@ -42,7 +43,11 @@ static const struct optdef {
 	{ "tls-key", OPT_TLS_KEY, "FILE", "its private key" },
 	{ "tls-client-ca", OPT_TLS_CA, "FILE", "CA that client certificates must chain to" },
 	{ "workers", OPT_WORKERS, "N", "signing threads (default: number of CPUs)" },
-	{ "max-connections", OPT_MAXCONN, "N", "concurrent connections (default 256)" },
+	{ "max-connections", OPT_MAXCONN, "N", "concurrent connections (default 256; a quarter kept for unix:)" },
+	{ "max-handshakes", OPT_MAXHS, "N", "TLS handshakes in progress per listener (default 128)" },
+	{ "max-handshakes-per-source", OPT_MAXHS_SRC, "N", "of which from one address or IPv6 /64 (default 32)" },
+	{ "handshake-timeout", OPT_HS_TIMEOUT, "SECS", "time a TLS handshake may take (default 10)" },
+	{ "idle-timeout", OPT_IDLE_TIMEOUT, "SECS", "close connections idle this long (default 60)" },
 	{ "socket-mode", OPT_MODE, "MODE", "mode of created socket files (default 0660)" },
 	{ "version", OPT_VERSION, NULL, "print the version" },
 	{ "help", OPT_HELP, NULL, "print this help" },
@@ -57,7 +62,7 @@ static void help(void)
 
 		snprintf(lhs, sizeof(lhs), "--%s%s%s", optdefs[i].name,
 			 optdefs[i].arg ? " " : "", optdefs[i].arg ?: "");
-		printf("  %-26s %s\n", lhs, optdefs[i].help);
+		printf("  %-31s %s\n", lhs, optdefs[i].help);
 	}
 }
 
@@ -114,6 +119,14 @@ static int apply(struct options *o, int id, const char *v)
 	case OPT_TLS_CA: o->tls.client_ca = v; return 0;
 	case OPT_WORKERS: return number("workers", v, 256, &o->server.workers);
 	case OPT_MAXCONN: return number("max-connections", v, 65536, &o->server.max_conns);
+	case OPT_MAXHS: return number("max-handshakes", v, 65536, &o->server.max_handshakes);
+	case OPT_MAXHS_SRC:
+		return number("max-handshakes-per-source", v, 65536,
+			      &o->server.max_handshakes_per_source);
+	case OPT_HS_TIMEOUT:
+		return number("handshake-timeout", v, 3600, &o->server.handshake_timeout);
+	case OPT_IDLE_TIMEOUT:
+		return number("idle-timeout", v, 86400, &o->server.idle_timeout);
 	case OPT_MODE: return socket_mode(v, &o->server.socket_mode);
 	}
 	return -EINVAL;
@@ -171,7 +184,12 @@ static void defaults(struct options *o)
 	*o = (struct options){
 		.gen = { .organization = "", .common_name = "modsignd one-time key",
 			 .email = "", .days = 36500 },
-		.server = { .max_conns = SERVER_DEFAULT_MAX_CONNS, .socket_mode = 0660 },
+		.server = { .max_conns = SERVER_DEFAULT_MAX_CONNS,
+			    .max_handshakes = SERVER_DEFAULT_MAX_HANDSHAKES,
+			    .max_handshakes_per_source = SERVER_DEFAULT_MAX_HANDSHAKES_PER_SOURCE,
+			    .handshake_timeout = SERVER_DEFAULT_HANDSHAKE_TIMEOUT,
+			    .idle_timeout = SERVER_DEFAULT_IDLE_TIMEOUT,
+			    .socket_mode = 0660 },
 	};
 }
 

@@ -31,11 +31,23 @@
 /* What an epoll event points at; the first member of each watched thing. */
 enum watch_kind { W_LISTENER, W_CONN, W_WORKQ, W_SIGNAL };
 
+struct conn;
+
 struct listener {
 	enum watch_kind kind;
 	int fd;
 	bool tls;
 	char *path; /* socket file to unlink at exit; NULL if not ours */
+	/* TLS handshakes in progress here, oldest first: their own budget,
+	 * apart from the connection limit (see SERVER_DEFAULT_MAX_HANDSHAKES) */
+	struct conn *hs_first, *hs_last;
+	unsigned n_handshakes;
+};
+
+/* Who a handshake budget is counted against: an IPv4 address, or an
+ * IPv6 /64 (one host usually holds the whole prefix), as 16 bytes. */
+struct source {
+	uint8_t addr[16];
 };
 
 struct conn {
@@ -43,7 +55,12 @@ struct conn {
 	struct conn *prev, *next;
 	int fd; /* -1 once closed while jobs are still out */
 	SSL *ssl; /* NULL on UNIX sockets */
-	bool handshaking;
+	bool handshaking; /* then linked in listener->hs_first..hs_last */
+	bool held;         /* counted in server->n_held */
+	bool tls_admitted; /* counted in server->n_tls */
+	struct listener *listener;
+	struct conn *hs_prev, *hs_next;
+	struct source source;
 	uint32_t ssl_want; /* EPOLLIN/EPOLLOUT the last blocked TLS call needs */
 	struct peer peer;
 	uint8_t *in;
@@ -61,6 +78,12 @@ struct conn {
 	uint64_t accepted_ms; /* a TLS handshake must end within the timeout */
 };
 
+/* Unauthenticated TLS peers dropped, by cause: counted, and summed up in
+ * the log at most once a minute, so that a flood does not flood the log. */
+struct drop_counts {
+	uint64_t source_budget, listener_budget, handshake_timeout;
+};
+
 struct server {
 	struct server_config cfg;
 	struct keystore *keys;
@@ -70,8 +93,14 @@ struct server {
 	struct listener listeners[SERVER_MAX_LISTENERS];
 	size_t n_listeners;
 	struct conn *conns;
-	unsigned n_conns;
+	unsigned n_conns;      /* all in s->conns, handshaking and dead ones too */
+	unsigned n_handshakes; /* of which TLS handshakes in progress */
+	/* Connection slots taken: authenticated peers, open or with jobs
+	 * still out (--max-connections); and of those, TLS peers still open. */
+	unsigned n_held, n_tls;
 	unsigned n_dead; /* closed, waiting for reap_conns() */
+	struct drop_counts dropped, dropped_logged;
+	uint64_t drop_log_ms;
 	unsigned inflight;
 	uint64_t signed_total;
 	struct workq *wq;
@@ -99,6 +128,56 @@ static int watch(struct server *s, int fd, uint32_t events, void *ptr)
 
 /* ---- connections: life ------------------------------------------------ */
 
+static void handshake_join(struct server *s, struct listener *l, struct conn *c)
+{
+	c->handshaking = true;
+	c->listener = l;
+	c->hs_prev = l->hs_last;
+	if (l->hs_last)
+		l->hs_last->hs_next = c;
+	else
+		l->hs_first = c;
+	l->hs_last = c;
+	l->n_handshakes++;
+	s->n_handshakes++;
+}
+
+static void conn_hold(struct server *s, struct conn *c)
+{
+	c->held = true;
+	s->n_held++;
+}
+
+/* Give back the connection slot: once closed with no job out. */
+static void conn_release(struct server *s, struct conn *c)
+{
+	if (c->held && c->fd < 0 && c->inflight == 0) {
+		c->held = false;
+		s->n_held--;
+	}
+}
+
+/* The handshake ended, one way or another: its budget slot is free. */
+static void handshake_leave(struct server *s, struct conn *c)
+{
+	struct listener *l = c->listener;
+
+	if (!c->handshaking)
+		return;
+	c->handshaking = false;
+	if (c->hs_prev)
+		c->hs_prev->hs_next = c->hs_next;
+	else
+		l->hs_first = c->hs_next;
+	if (c->hs_next)
+		c->hs_next->hs_prev = c->hs_prev;
+	else
+		l->hs_last = c->hs_prev;
+	c->hs_prev = c->hs_next = NULL;
+	l->n_handshakes--;
+	s->n_handshakes--;
+}
+
 static void conn_free(struct server *s, struct conn *c)
 {
 	if (c->prev)
@@ -121,8 +200,15 @@ static void conn_free(struct server *s, struct conn *c)
 static void conn_close(struct server *s, struct conn *c)
 {
 	if (c->fd >= 0) {
+		bool shutdown = c->ssl && !c->handshaking;
+
 		epoll_ctl(s->epfd, EPOLL_CTL_DEL, c->fd, NULL);
-		if (c->ssl && !c->handshaking)
+		handshake_leave(s, c);
+		if (c->tls_admitted) {
+			c->tls_admitted = false;
+			s->n_tls--;
+		}
+		if (shutdown)
 			SSL_shutdown(c->ssl); /* best effort, non-blocking */
 		SSL_free(c->ssl);
 		c->ssl = NULL;
@@ -130,6 +216,7 @@ static void conn_close(struct server *s, struct conn *c)
 		close(c->fd);
 		c->fd = -1;
 		s->n_dead++;
+		conn_release(s, c);
 	}
 }
 
@@ -279,7 +366,10 @@ static bool conn_wants_input(const struct server *s, const struct conn *c)
 
 static bool conn_finished(const struct server *s, const struct conn *c)
 {
-	if (c->out_len > 0 || c->inflight > 0 || c->handshaking)
+	/* A handshake is no work in flight: on stop, it is not waited for. */
+	if (c->handshaking)
+		return s->stopping;
+	if (c->out_len > 0 || c->inflight > 0)
 		return false;
 	return c->eof || c->closing || s->stopping;
 }
@@ -513,12 +603,21 @@ static const char *handshake_error(SSL *ssl, unsigned long err, int ssl_err, int
 	return buf;
 }
 
+/* Whether an authenticated TLS peer finds no slot: it may not take the
+ * ones kept for UNIX clients. */
+static bool tls_conns_full(const struct server *s)
+{
+	unsigned max = s->cfg.max_conns - SERVER_UNIX_RESERVE(s->cfg.max_conns);
+
+	return s->n_held >= s->cfg.max_conns || s->n_tls >= max;
+}
+
 static void handshake_done(struct server *s, struct conn *c)
 {
 	char why[PEER_MAX_CN + 64], cn[PEER_MAX_CN], addr[64];
 
 	snprintf(addr, sizeof(addr), "%.63s", c->peer.desc); /* "host:port" so far */
-	c->handshaking = false;
+	handshake_leave(s, c);
 	if (tls_peer_cn(c->ssl, cn, sizeof(cn)) < 0) {
 		audit_refusal(s, &c->peer, NULL, "client certificate has no usable common name");
 		conn_reply_error(c, 0, "permission denied: client certificate has no usable common name");
@@ -535,6 +634,19 @@ static void handshake_done(struct server *s, struct conn *c)
 		c->closing = true;
 		return;
 	}
+	/* Refused in TLS's own terms: an error frame over TLS, then
+	 * close_notify; never plaintext on the raw socket. */
+	if (tls_conns_full(s)) {
+		log_notice("%s: refused: connection limit for TLS peers (%u) reached",
+			   c->peer.desc,
+			   s->cfg.max_conns - SERVER_UNIX_RESERVE(s->cfg.max_conns));
+		conn_reply_error(c, 0, "too many connections, try again later");
+		c->closing = true;
+		return;
+	}
+	conn_hold(s, c);
+	c->tls_admitted = true;
+	s->n_tls++;
 	log_debug("%s: TLS connected", c->peer.desc);
 }
 
@@ -598,7 +710,8 @@ static void conn_event(struct server *s, struct conn *c, uint32_t events)
 
 /* ---- accepting --------------------------------------------------------- */
 
-/* Best effort: tell a refused UNIX peer why, then hang up. */
+/* Best effort: tell a refused UNIX peer why, then hang up.  Never for a
+ * TLS peer: it expects TLS records, and plaintext is no answer. */
 static void refuse(int fd, const char *why)
 {
 	json_object *o = proto_error_new(0, why);
@@ -641,45 +754,149 @@ static void peer_from_address(int fd, struct peer *ret)
 	snprintf(ret->desc, sizeof(ret->desc), "%s:%s", host, port);
 }
 
-static int conn_start_tls(struct server *s, struct conn *c)
+static void source_of(const struct sockaddr_storage *sa, struct source *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (sa->ss_family == AF_INET) {
+		memcpy(ret->addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+	} else if (sa->ss_family == AF_INET6) {
+		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		if (IN6_IS_ADDR_V4MAPPED(a))
+			memcpy(ret->addr, &a->s6_addr[12], 4);
+		else
+			memcpy(ret->addr, a->s6_addr, 8); /* the /64 */
+		ret->addr[15] = 6; /* never equal to an IPv4 source */
+	}
+}
+
+static bool source_eq(const struct source *a, const struct source *b)
+{
+	return memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
+}
+
+static unsigned handshakes_from(const struct listener *l, const struct source *src)
+{
+	unsigned n = 0;
+
+	for (const struct conn *c = l->hs_first; c; c = c->hs_next)
+		n += source_eq(&c->source, src);
+	return n;
+}
+
+/* The handshake to drop when a listener's budget is full: the oldest of
+ * the source that holds most, so that a flood from some addresses evicts
+ * itself rather than the one peer of another.  O(n^2) in the budget,
+ * which is small; only reached when it is exhausted. */
+static struct conn *handshake_victim(const struct listener *l)
+{
+	struct conn *victim = NULL;
+	unsigned most = 0;
+
+	for (struct conn *c = l->hs_first; c; c = c->hs_next) {
+		unsigned n = handshakes_from(l, &c->source);
+
+		if (n > most) {
+			most = n;
+			victim = c;
+		}
+	}
+	return victim;
+}
+
+/*
+ * Make room for a handshake from @src, or say there is none for it.  An
+ * unauthenticated peer costs a debug line and a counter, no more: it can
+ * open connections faster than a log should grow.
+ */
+static int handshake_budget(struct server *s, struct listener *l,
+			    const struct source *src, const char *desc)
+{
+	struct conn *victim;
+
+	if (handshakes_from(l, src) >= s->cfg.max_handshakes_per_source) {
+		log_debug("%s: closed: %u TLS handshakes from this source in progress",
+			  desc, s->cfg.max_handshakes_per_source);
+		s->dropped.source_budget++;
+		return -EAGAIN;
+	}
+	if (l->n_handshakes < s->cfg.max_handshakes)
+		return 0;
+	victim = handshake_victim(l);
+	log_debug("%s: closed: %u TLS handshakes in progress, making room",
+		  victim->peer.desc, s->cfg.max_handshakes);
+	s->dropped.listener_budget++;
+	conn_close(s, victim);
+	return 0;
+}
+
+static int conn_start_tls(struct server *s, struct listener *l, struct conn *c)
 {
 	c->ssl = SSL_new(s->cfg.tls);
 	if (!c->ssl || SSL_set_fd(c->ssl, c->fd) != 1)
 		return -ENOMEM;
-	c->handshaking = true;
+	handshake_join(s, l, c);
+	return 0;
+}
+
+/*
+ * A TLS peer is checked against the handshake budget only: the connection
+ * limit applies once it has authenticated (handshake_done()).  A UNIX
+ * peer, already authenticated, against the connection limit, which
+ * handshakes in progress do not use.
+ */
+static int admit(struct server *s, struct listener *l, int fd,
+		 const struct sockaddr_storage *sa, struct peer *peer,
+		 struct source *src)
+{
+	if (l->tls) {
+		peer_from_address(fd, peer);
+		source_of(sa, src);
+		if (handshake_budget(s, l, src, peer->desc) < 0) {
+			close(fd);
+			return -EAGAIN;
+		}
+		return 0;
+	}
+	if (admit_unix(s, fd, peer) < 0)
+		return -EPERM;
+	if (s->n_held >= s->cfg.max_conns) {
+		log_warning("%s: refused: connection limit (%u) reached", peer->desc,
+			    s->cfg.max_conns);
+		refuse(fd, "too many connections, try again later");
+		return -EAGAIN;
+	}
 	return 0;
 }
 
 static void accept_one(struct server *s, struct listener *l)
 {
+	struct sockaddr_storage sa;
+	socklen_t sa_len = sizeof(sa);
+	struct source src = { 0 };
 	struct conn *c;
 	struct peer peer;
 	int fd;
 
-	fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	fd = accept4(l->fd, (struct sockaddr *)&sa, &sa_len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0) {
 		if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
 			log_warning("accept failed: %m");
 		return;
 	}
-	if (l->tls)
-		peer_from_address(fd, &peer);
-	else if (admit_unix(s, fd, &peer) < 0)
+	if (admit(s, l, fd, &sa, &peer, &src) < 0)
 		return;
-	if (s->n_conns >= s->cfg.max_conns) {
-		log_warning("%s: refused: connection limit (%u) reached", peer.desc,
-			    s->cfg.max_conns);
-		refuse(fd, "too many connections, try again later");
-		return;
-	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		close(fd);
 		return;
 	}
-	*c = (struct conn){ .kind = W_CONN, .fd = fd, .peer = peer, .events = EPOLLIN,
-			    .last_io_ms = now_ms(), .accepted_ms = now_ms() };
-	if ((l->tls && conn_start_tls(s, c) < 0) || watch(s, fd, EPOLLIN, c) < 0) {
+	*c = (struct conn){ .kind = W_CONN, .fd = fd, .peer = peer, .source = src,
+			    .events = EPOLLIN, .last_io_ms = now_ms(),
+			    .accepted_ms = now_ms() };
+	if (watch(s, fd, EPOLLIN, c) < 0 || (l->tls && conn_start_tls(s, l, c) < 0)) {
+		epoll_ctl(s->epfd, EPOLL_CTL_DEL, fd, NULL);
+		handshake_leave(s, c);
 		SSL_free(c->ssl);
 		close(fd);
 		free(c);
@@ -690,6 +907,8 @@ static void accept_one(struct server *s, struct listener *l)
 		s->conns->prev = c;
 	s->conns = c;
 	s->n_conns++;
+	if (!l->tls)
+		conn_hold(s, c);
 	log_debug("%s: connected", peer.desc);
 	/* kbuild's one-shot client hashes first and sends its request right
 	 * after connecting, so it is often waiting already (a third of the
@@ -758,8 +977,10 @@ static void reply_job(struct server *s, struct job *j, int sync_r)
 
 	c->inflight--;
 	s->inflight--;
-	if (c->fd < 0)
+	if (c->fd < 0) {
+		conn_release(s, c);
 		return; /* reap_conns() frees it */
+	}
 	if (sync_r < 0 || j->audit_r < 0) {
 		snprintf(msg, sizeof(msg), "audit log unavailable (%s): not signed",
 			 strerror(-(j->audit_r < 0 ? j->audit_r : sync_r)));
@@ -845,17 +1066,45 @@ static void handle_signal(struct server *s)
 	begin_stop(s);
 }
 
-/* Whether @c has kept us waiting too long: for a request it started
- * sending, for replies it does not read, or for its TLS handshake. */
-static const char *conn_overdue(const struct conn *c, uint64_t now)
+/* Whether @c has kept us waiting too long: for its TLS handshake, for a
+ * request it started sending, for replies it does not read, or, with
+ * nothing pending either way, in silence.  A connection whose requests
+ * are being signed waits for us, not we for it. */
+static const char *conn_overdue(const struct server *s, const struct conn *c,
+				uint64_t now)
 {
-	if (c->handshaking && now - c->accepted_ms > SERVER_IO_TIMEOUT_MS)
-		return "a TLS handshake";
+	if (c->handshaking)
+		return now - c->accepted_ms > s->cfg.handshake_timeout * 1000ull ?
+			       "a TLS handshake" : NULL;
 	if (c->in_len > 0 && now - c->in_since_ms > SERVER_IO_TIMEOUT_MS)
 		return "a partial request";
 	if (c->out_len > 0 && now - c->out_since_ms > SERVER_IO_TIMEOUT_MS)
 		return "unread replies";
+	if (c->in_len == 0 && c->out_len == 0 && c->inflight == 0 &&
+	    now - c->last_io_ms > s->cfg.idle_timeout * 1000ull)
+		return "nothing";
 	return NULL;
+}
+
+/* Once a minute at most, how many unauthenticated TLS peers were dropped
+ * since the last time: one line however many there were. */
+static void log_drops(struct server *s, uint64_t now)
+{
+	struct drop_counts *d = &s->dropped, *was = &s->dropped_logged;
+
+	if (now - s->drop_log_ms < 60000 || memcmp(d, was, sizeof(*d)) == 0)
+		return;
+	log_notice("dropped unauthenticated TLS peers: %llu over the per-source "
+		   "handshake budget (%u), %llu over the listener's (%u), %llu "
+		   "handshake timeouts (%u s)",
+		   (unsigned long long)(d->source_budget - was->source_budget),
+		   s->cfg.max_handshakes_per_source,
+		   (unsigned long long)(d->listener_budget - was->listener_budget),
+		   s->cfg.max_handshakes,
+		   (unsigned long long)(d->handshake_timeout - was->handshake_timeout),
+		   s->cfg.handshake_timeout);
+	*was = *d;
+	s->drop_log_ms = now;
 }
 
 static void sweep_timeouts(struct server *s)
@@ -867,11 +1116,20 @@ static void sweep_timeouts(struct server *s)
 		const char *what;
 
 		next = c->next;
-		if (c->fd < 0 || !(what = conn_overdue(c, now)))
+		if (c->fd < 0 || !(what = conn_overdue(s, c, now)))
 			continue;
-		log_notice("%s: timed out with %s pending", c->peer.desc, what);
+		if (c->handshaking) {
+			log_debug("%s: timed out with %s pending", c->peer.desc, what);
+			s->dropped.handshake_timeout++;
+		} else if (c->in_len == 0 && c->out_len == 0) {
+			log_debug("%s: idle for %u s, closing", c->peer.desc,
+				  s->cfg.idle_timeout);
+		} else {
+			log_notice("%s: timed out with %s pending", c->peer.desc, what);
+		}
 		conn_close(s, c);
 	}
+	log_drops(s, now);
 }
 
 static void notify_status(struct server *s)

@@ -17,13 +17,30 @@
 
 #define SERVER_MAX_LISTENERS 16
 #define SERVER_DEFAULT_MAX_CONNS 256
+/*
+ * TLS peers are unauthenticated until their handshake ends, so they do
+ * not take connection slots while it runs: each TLS listener has its own
+ * budget of handshakes in progress, and one source address (an IPv4
+ * address, an IPv6 /64) only part of it.  A peer over its source's share
+ * is closed at once; a full listener drops the oldest handshake of the
+ * source holding most.  Authenticated TLS peers may then take all
+ * connection slots but a quarter (SERVER_UNIX_RESERVE), kept for local
+ * clients.
+ */
+#define SERVER_DEFAULT_MAX_HANDSHAKES 128
+#define SERVER_DEFAULT_MAX_HANDSHAKES_PER_SOURCE 32
+#define SERVER_UNIX_RESERVE(max_conns) ((max_conns) / 4)
+/* A TLS handshake must end, and a connection with nothing pending may
+ * stay silent, this long (seconds; --handshake-timeout, --idle-timeout). */
+#define SERVER_DEFAULT_HANDSHAKE_TIMEOUT 10
+#define SERVER_DEFAULT_IDLE_TIMEOUT 60
 /* Requests one connection may have queued for signing at once; past it we
  * stop reading from that connection until replies drain. */
 #define SERVER_MAX_INFLIGHT 64
 /* Unsent reply bytes after which we stop reading a connection. */
 #define SERVER_OUT_HIGH (256u * 1024)
-/* A peer that leaves a frame half-sent, a TLS handshake unfinished, or
- * its replies unread for this long is disconnected. */
+/* A peer that leaves a frame half-sent or its replies unread for this
+ * long is disconnected. */
 #define SERVER_IO_TIMEOUT_MS 30000
 /* On SIGTERM, how long in-flight requests get to finish. */
 #define SERVER_DRAIN_TIMEOUT_MS 10000
@@ -31,6 +48,10 @@
 struct server_config {
 	unsigned workers;
 	unsigned max_conns;
+	unsigned max_handshakes;            /* per TLS listener */
+	unsigned max_handshakes_per_source; /* per listener and source */
+	unsigned handshake_timeout;         /* seconds */
+	unsigned idle_timeout;              /* seconds */
 	mode_t socket_mode;
 	SSL_CTX *tls; /* NULL: no TLS listeners allowed */
 	/* Called on SIGHUP to re-read the policy in place; may be NULL. */
