@@ -368,7 +368,7 @@ static void refusals_end(struct audit *a, struct refusals *f)
 	f->used = false;
 }
 
-void audit_unauth_refusal(struct audit *a, const struct audit_event *e)
+bool audit_unauth_refusal(struct audit *a, const struct audit_event *e)
 {
 	uint64_t now = mono_ms();
 	const char *source = e->peer->identity, *reason = e->result;
@@ -383,13 +383,14 @@ void audit_unauth_refusal(struct audit *a, const struct audit_event *e)
 		now_rfc3339(f->last, sizeof(f->last));
 		if (f->count == 1)
 			memcpy(f->first, f->last, sizeof(f->first));
-		return;
+		return false;
 	}
 	*f = (struct refusals){ .used = true, .start_ms = now };
 	snprintf(f->source, sizeof(f->source), "%s", shared ? "*" : source);
 	snprintf(f->reason, sizeof(f->reason), "%s",
 		 shared ? "refused before authentication (sources past the table)" : reason);
 	audit_record(a, e);
+	return true;
 }
 
 void audit_tick(struct audit *a)

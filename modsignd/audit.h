@@ -26,6 +26,7 @@
  */
 
 #include "digest.h"
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -72,9 +73,11 @@ int audit_record(struct audit *a, const struct audit_event *e);
  * AUDIT_REFUSAL_INTERVAL_S seconds are only counted, and one summary
  * record (result the reason, "summary":true, "count", "first", "last")
  * follows when the interval is over.  Sources past AUDIT_REFUSAL_SOURCES
- * share one entry, identity "*".
+ * share one entry, identity "*".  Returns true when @e was recorded in
+ * full, false when it was only counted: the caller logs its own line only
+ * in the first case, so that the journal is bounded as the file is.
  */
-void audit_unauth_refusal(struct audit *a, const struct audit_event *e);
+bool audit_unauth_refusal(struct audit *a, const struct audit_event *e);
 
 /* Write the summaries of intervals that are over; call about once a second. */
 void audit_tick(struct audit *a);

@@ -404,7 +404,9 @@ static void conn_update(struct server *s, struct conn *c)
 
 /* ---- requests ---------------------------------------------------------- */
 
-static void audit_refusal(struct server *s, const struct peer *peer,
+/* Returns false when the refusal was only counted into a summary record:
+ * then the caller does not log it either. */
+static bool audit_refusal(struct server *s, const struct peer *peer,
 			  const struct request *req, const char *why)
 {
 	struct audit_event e = {
@@ -421,9 +423,9 @@ static void audit_refusal(struct server *s, const struct peer *peer,
 	 * request's refusal is recorded each time: its peer has authenticated,
 	 * and could as well fill the log with signatures it is granted. */
 	if (!req)
-		audit_unauth_refusal(s->audit, &e);
-	else
-		audit_record(s->audit, &e);
+		return audit_unauth_refusal(s->audit, &e);
+	audit_record(s->audit, &e);
+	return true;
 }
 
 static void dispatch_sign(struct server *s, struct conn *c,
@@ -628,8 +630,8 @@ static void handshake_done(struct server *s, struct conn *c)
 	if (!policy_admits(s->policy, &c->peer)) {
 		snprintf(why, sizeof(why), "permission denied: %s is not named by the policy",
 			 c->peer.identity);
-		log_warning("%s: refused: not allowed by policy", c->peer.desc);
-		audit_refusal(s, &c->peer, NULL, why);
+		if (audit_refusal(s, &c->peer, NULL, why))
+			log_warning("%s: refused: not allowed by policy", c->peer.desc);
 		conn_reply_error(c, 0, why);
 		c->closing = true;
 		return;
@@ -677,8 +679,8 @@ static void conn_handshake(struct server *s, struct conn *c)
 		return;
 	}
 	why = handshake_error(c->ssl, err, ssl_err, errnum, buf, sizeof(buf));
-	log_notice("%s: %s", c->peer.desc, why);
-	audit_refusal(s, &c->peer, NULL, why);
+	if (audit_refusal(s, &c->peer, NULL, why))
+		log_notice("%s: %s", c->peer.desc, why);
 	ERR_clear_error();
 	conn_close(s, c);
 }
@@ -731,8 +733,8 @@ static int admit_unix(struct server *s, int fd, struct peer *peer)
 	if (peer_from_socket(fd, peer) < 0)
 		return -EIO;
 	if (!policy_admits(s->policy, peer)) {
-		log_warning("%s: refused: not allowed by policy", peer->desc);
-		audit_refusal(s, peer, NULL, "permission denied: not allowed by policy");
+		if (audit_refusal(s, peer, NULL, "permission denied: not allowed by policy"))
+			log_warning("%s: refused: not allowed by policy", peer->desc);
 		refuse(fd, "permission denied: not allowed by the daemon's policy");
 		return -EPERM;
 	}

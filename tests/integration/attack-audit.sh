@@ -57,6 +57,10 @@ PY
 size=$(stat -c %s "$T/unix.jsonl")
 read -r recs tot < <(refusals "$T/unix.jsonl" "not allowed by policy")
 check "audit-unix-refusal-flood-bounded ($recs records, $size bytes)" test "$recs" -le 2 -a "$size" -lt 4096
+# The daemon's own log (stderr, the journal) is bounded the same way: the
+# refused uid appears in the first record and its log line, not N times.
+loglines=$(grep -c 'uid:65534\|uid=65534' "$T/modsignd.log")
+check audit-unix-refusal-flood-log-bounded test "$loglines" -le 4
 # The summary is written when the interval ends, on SIGHUP and at exit.
 hup "$upid"
 summed() { read -r recs tot < <(refusals "$T/unix.jsonl" "not allowed by policy"); [ "$tot" -eq "$N" ]; }
