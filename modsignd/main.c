@@ -191,18 +191,22 @@ static int serve(struct daemon *d)
 int main(int argc, char **argv)
 {
 	struct daemon d = { 0 };
+	const char *step;
 	bool locked = false;
 	int r;
 
 	log_setup();
-	r = secure_process(&locked);
+	r = secure_process(&step, &locked);
+	if (r < 0 && step && strcmp(step, "mlockall") == 0)
+		return log_error_errno(r, "cannot lock memory against swap (mlockall: %m): "
+				       "raise RLIMIT_MEMLOCK (LimitMEMLOCK=) or grant CAP_IPC_LOCK"), 1;
 	if (r < 0)
-		return log_error_errno(r, "cannot harden the process: %m"), 1;
+		return log_error_errno(r, "cannot harden the process: %s: %m", step ?: "?"), 1;
 	r = options_parse(argc, argv, &d.opt);
 	if (r != 0)
 		return r > 0 ? 0 : 2;
 	if (!locked)
-		log_warning("secure heap unavailable (RLIMIT_MEMLOCK?): keys may be swapped");
+		log_warning("OpenSSL secure heap unavailable: private key numbers share the ordinary heap");
 	r = setup(&d);
 	if (r >= 0 && d.opt.check_config)
 		printf("%s: OK\n", d.opt.config ?: "settings");

@@ -94,7 +94,8 @@ refute key-trace-catches-write-to-open-file analyze "$T/twin2.out"
 chown nobody "$T/nb"
 nobody_client >/dev/null # makes $T/bin, copies other users can run
 cp "$MODSIGND" "$T/bin/modsignd" && chmod 755 "$T/bin/modsignd"
-runuser -u nobody -- env MODSIGN_TEST_SECRET=hunter2 "$T/bin/modsignd" --listen "unix:$T/nb/s" \
+# modsignd locks all its memory: the unit's LimitMEMLOCK=infinity, here.
+prlimit --memlock=unlimited runuser -u nobody -- env MODSIGN_TEST_SECRET=hunter2 "$T/bin/modsignd" --listen "unix:$T/nb/s" \
 	--key default=ephemeral:ecdsa-p256 --allow user:nobody 2>"$T/nobody.log" &
 DAEMON_PIDS+=($!)
 for _ in $(seq 1 200); do [ -S "$T/nb/s" ] && break; sleep 0.05; done
