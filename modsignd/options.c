@@ -316,14 +316,16 @@ static void warn_not_applied(const struct options *old, const struct options *fr
 	for (size_t i = 0; i < ELEMENTSOF(optdefs); i++) {
 		int id = optdefs[i].id;
 
-		if (id == OPT_ALLOW || same_values(old, fresh, id))
+		if (id == OPT_ALLOW || same_values(old, fresh, id) ||
+		    len >= sizeof(names) - 1) /* names are short: never cut, in practice */
 			continue;
-		len += (size_t)snprintf(names + len, len < sizeof(names) ? sizeof(names) - len : 0,
-					"%s%s", len ? ", " : "", optdefs[i].name);
+		len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
+					len ? ", " : "", optdefs[i].name);
 	}
 	if (len)
 		log_warning("SIGHUP: %s: changed %s: not applied until modsignd restarts "
-			    "(a reload applies allow rules only)", old->config, names);
+			    "(a reload applies the allow rules and reopens the audit log)",
+			    old->config, names);
 }
 
 int options_reload_allow(const struct options *o, struct policy *ret)
