@@ -65,13 +65,13 @@ int conf_parse_buf(const char *buf, size_t len, conf_cb cb, void *userdata,
 		}
 		memcpy(line, buf + pos, l);
 		line[l] = '\0';
+		*ret_line = n;
 		r = parse_line(line, l, cb, userdata);
-		if (r < 0) {
-			*ret_line = n;
+		if (r < 0)
 			return r;
-		}
 		pos += l + 1;
 	}
+	*ret_line = 0;
 	return 0;
 }
 

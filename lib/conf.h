@@ -25,8 +25,10 @@ typedef int (*conf_cb)(const char *key, const char *value, void *userdata);
 /*
  * Parse @path.  Returns 0; -errno from opening or reading; -EBADMSG for a
  * line that is not "key = value" (or too long, or holds a NUL); or the
- * callback's error.  On failure *@ret_line is the 1-based line at fault
- * (0 if none).  Never logs.
+ * callback's error.  While a callback runs, *@ret_line is the 1-based
+ * line it is called for (so that it can name where a setting came from);
+ * on failure it is the line at fault (0 if none), on success 0.  Never
+ * logs.
  */
 int conf_parse(const char *path, conf_cb cb, void *userdata, unsigned *ret_line);
 

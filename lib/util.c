@@ -210,6 +210,49 @@ int read_file(const char *path, size_t max, int open_flags, char **ret, size_t *
 	return 0;
 }
 
+int secret_file_open(const char *path, struct stat *ret_st)
+{
+	_cleanup_(closep) int fd = -1;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, ret_st) < 0)
+		return -errno;
+	if (!S_ISREG(ret_st->st_mode))
+		return -EINVAL;
+	if (ret_st->st_mode & (S_IRWXG | S_IRWXO))
+		return -EPERM;
+	return TAKE_FD(fd);
+}
+
+int secret_file_read(const char *path, size_t max, struct stat *ret_st,
+		     uint8_t **ret, size_t *ret_len)
+{
+	_cleanup_(closep) int fd = secret_file_open(path, ret_st);
+	uint8_t *buf;
+	size_t size;
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	if ((size_t)ret_st->st_size > max)
+		return -EFBIG;
+	size = (size_t)ret_st->st_size;
+	buf = malloc(size + 1);
+	if (!buf)
+		return -ENOMEM;
+	n = read_full(fd, buf, size);
+	if (n < 0) {
+		memzero_explicit(buf, size);
+		free(buf);
+		return (int)n;
+	}
+	*ret = buf;
+	*ret_len = (size_t)n;
+	return 0;
+}
+
 int parse_uint(const char *s, unsigned long max, unsigned long *ret)
 {
 	char *end;

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "macro.h"
@@ -69,6 +70,26 @@ bool utf8_is_valid(const char *s);
  * section 8.1) whatever the peer sent.  Returns 0 or -ENOMEM.
  */
 int utf8_replace_invalid(const char *s, char **ret);
+
+/*
+ * Open @path, a file that holds a secret (a private key, a PIN), for
+ * reading: not through a symlink, a regular file, and neither group nor
+ * others may read or write it.  The mode is taken from the opened file
+ * (fstat), not from a path that can change in between.  Returns the fd;
+ * -errno from open or fstat; -EINVAL if it is not a regular file; -EPERM
+ * if its mode is too open.  *@ret_st is filled whenever fstat succeeded,
+ * so that the caller can name the mode.  The one check for every secret
+ * file the daemon reads: keys, the TLS key, the PKCS#11 PIN.
+ */
+int secret_file_open(const char *path, struct stat *ret_st);
+/*
+ * Read all of such a file, at most @max bytes, into a new buffer that the
+ * caller wipes (memzero_explicit) and frees.  Errors as secret_file_open(),
+ * and -EFBIG.
+ */
+int secret_file_read(const char *path, size_t max, struct stat *ret_st,
+		     uint8_t **ret, size_t *ret_len);
+#define SECRET_FILE_TOO_OPEN "group or others may read or write it (chmod 0600)"
 
 /* Parse a decimal unsigned int with a maximum; -EINVAL / -ERANGE. */
 int parse_uint(const char *s, unsigned long max, unsigned long *ret);

@@ -64,52 +64,49 @@ static int no_passphrase(char *buf _unused_, int size _unused_,
 	return -1;
 }
 
-/*
- * Read PATH holding a private key and its certificate, as the kernel's
- * certs/signing_key.pem.  The buffer that held the PEM is wiped.
- */
-static int load_pem(const char *path, EVP_PKEY **ret_key, X509 **ret_cert,
-		    const char **ret_err)
+/* The reason a secret file was refused, naming it, into @buf. */
+static const char *key_file_why(int err, const char *path, const struct stat *st,
+			 char *buf, size_t size)
 {
-	_cleanup_(closep) int fd = -1;
-	_cleanup_(BIO_freep) BIO *b = NULL;
-	uint8_t *buf = NULL;
-	struct stat st;
-	ssize_t n;
-	int r = 0;
+	if (err == -EPERM)
+		snprintf(buf, size, "%s: mode %04o: " SECRET_FILE_TOO_OPEN, path,
+			 (unsigned)(st->st_mode & 07777));
+	else if (err == -EINVAL)
+		snprintf(buf, size, "%s: not a regular file", path);
+	else if (err == -EFBIG)
+		snprintf(buf, size, "%s: too large for a key file", path);
+	else
+		snprintf(buf, size, "%s: cannot read", path);
+	return buf;
+}
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (fd < 0)
-		return (*ret_err = "cannot open key file"), -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return (*ret_err = "key file is not a regular file"), -EINVAL;
-	if ((size_t)st.st_size > KEY_FILE_MAX)
-		return (*ret_err = "key file too large"), -EFBIG;
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf)
-		return -ENOMEM;
-	n = read_full(fd, buf, (size_t)st.st_size);
-	if (n < 0) {
-		r = (int)n;
-		*ret_err = "cannot read key file";
-		goto out;
-	}
+int key_pem_read(const char *path, EVP_PKEY **ret_key, X509 **ret_cert,
+		 char *why, size_t why_size)
+{
+	_cleanup_(BIO_freep) BIO *b = NULL;
+	struct stat st;
+	uint8_t *buf = NULL;
+	size_t n = 0;
+	int r;
+
+	r = secret_file_read(path, KEY_FILE_MAX, &st, &buf, &n);
+	if (r < 0)
+		return key_file_why(r, path, &st, why, why_size), r;
 	b = BIO_new_mem_buf(buf, (int)n);
 	*ret_key = b ? PEM_read_bio_PrivateKey(b, NULL, no_passphrase, NULL) : NULL;
 	if (!*ret_key) {
 		r = -EBADMSG;
-		*ret_err = "no unencrypted private key in key file";
-		goto out;
+		snprintf(why, why_size, "%s: no unencrypted private key", path);
+	} else if (ret_cert) {
+		BIO_reset(b);
+		*ret_cert = PEM_read_bio_X509(b, NULL, NULL, NULL);
+		if (!*ret_cert) {
+			EVP_PKEY_free(TAKE_PTR(*ret_key));
+			r = -EBADMSG;
+			snprintf(why, why_size, "%s: no certificate", path);
+		}
 	}
-	BIO_reset(b);
-	*ret_cert = PEM_read_bio_X509(b, NULL, NULL, NULL);
-	if (!*ret_cert) {
-		EVP_PKEY_free(TAKE_PTR(*ret_key));
-		r = -EBADMSG;
-		*ret_err = "no certificate in key file";
-	}
-out:
-	memzero_explicit(buf, (size_t)st.st_size);
+	memzero_explicit(buf, n);
 	free(buf);
 	ERR_clear_error();
 	return r;
@@ -206,6 +203,22 @@ static int key_describe(struct key *k, const char **ret_err)
 	return cert_key_alg(k->pkey, k->alg, sizeof(k->alg));
 }
 
+int keystore_check_file(const char *spec, char *why, size_t why_size)
+{
+	const char *eq = strchr(spec, '='), *src = eq ? eq + 1 : "";
+	EVP_PKEY *pkey = NULL;
+	X509 *cert = NULL;
+	int r;
+
+	if (!eq || strcmp(src, "ephemeral") == 0 || strncmp(src, "ephemeral:", 10) == 0 ||
+	    pkcs11_is_uri(src))
+		return 0;
+	r = key_pem_read(src, &pkey, &cert, why, why_size);
+	EVP_PKEY_free(pkey);
+	X509_free(cert);
+	return r;
+}
+
 int keystore_add(struct keystore *ks, const char *spec,
 		 const struct certgen_params *gen, const char **ret_err)
 {
@@ -238,7 +251,9 @@ int keystore_add(struct keystore *ks, const char *spec,
 		r = open_pkcs11(ks, k, src, ret_err);
 	} else {
 		k->backend = KEY_FILE;
-		r = load_pem(src, &k->pkey, &k->cert, ret_err);
+		r = key_pem_read(src, &k->pkey, &k->cert, ks->why, sizeof(ks->why));
+		if (r < 0)
+			*ret_err = ks->why;
 	}
 	if (r >= 0)
 		r = key_describe(k, ret_err);

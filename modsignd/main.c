@@ -4,6 +4,7 @@
  * authorised clients.  See modsignd(8), modsignd.conf(5), docs/PROTOCOL.md.
  */
 #include <errno.h>
+#include <limits.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,10 +31,27 @@ struct daemon {
 	struct server *server;
 };
 
-/* "NAME=..." as "NAME": a pkcs11: URI is not logged whole (it may hold a refused PIN). */
+/* "NAME=..." as "NAME": a pkcs11: URI is not logged whole (it may hold a
+ * refused PIN), and a key file's errors name the file themselves. */
 static int key_label_len(const char *spec)
 {
-	return (int)strcspn(spec, strstr(spec, "=pkcs11:") ? "=" : "");
+	return (int)strcspn(spec, strstr(spec, "=ephemeral") ? "" : "=");
+}
+
+/* --check-config: key files are read and checked as at start (mode, key,
+ * certificate), without generating one-time keys or opening tokens. */
+static int check_key_files(const struct options *o)
+{
+	char why[PATH_MAX + 128];
+
+	for (size_t i = 0; i < o->n_keys; i++) {
+		int r = keystore_check_file(o->keys[i], why, sizeof(why));
+
+		if (r < 0)
+			return log_error_errno(r, "key %.*s: %s: %m",
+					       key_label_len(o->keys[i]), o->keys[i], why);
+	}
+	return 0;
 }
 
 static int load_keys(struct daemon *d)
@@ -91,15 +109,14 @@ static bool wants_tls(const struct options *o)
 
 static int setup_tls(struct daemon *d)
 {
-	const char *err;
+	char why[PATH_MAX + 128];
 	int r;
 
 	if (!wants_tls(&d->opt))
 		return 0;
-	r = tls_ctx_new(&d->opt.tls, &d->tls, &err);
+	r = tls_ctx_new(&d->opt.tls, &d->tls, why, sizeof(why));
 	if (r < 0)
-		return log_error_errno(r, "TLS: %s%s", err ?: "", r == -EINVAL && err &&
-				       err[0] == '/' ? ": unreadable or invalid" : "");
+		return log_error_errno(r, "TLS: %s", why);
 	return 0;
 }
 
@@ -147,8 +164,8 @@ static int setup(struct daemon *d)
 		r = setup_tls(d);
 	if (r >= 0 && (r = audit_new(d->opt.audit_log, &d->audit)) < 0)
 		log_error_errno(r, "audit log %s: %m", d->opt.audit_log);
-	if (r >= 0 && !d->opt.check_config)
-		r = load_keys(d);
+	if (r >= 0)
+		r = d->opt.check_config ? check_key_files(&d->opt) : load_keys(d);
 	return r;
 }
 
@@ -174,18 +191,22 @@ static int serve(struct daemon *d)
 int main(int argc, char **argv)
 {
 	struct daemon d = { 0 };
+	const char *step;
 	bool locked = false;
 	int r;
 
 	log_setup();
-	r = secure_process(&locked);
+	r = secure_process(&step, &locked);
+	if (r < 0 && step && strcmp(step, "mlockall") == 0)
+		return log_error_errno(r, "cannot lock memory against swap (mlockall: %m): "
+				       "raise RLIMIT_MEMLOCK (LimitMEMLOCK=) or grant CAP_IPC_LOCK"), 1;
 	if (r < 0)
-		return log_error_errno(r, "cannot harden the process: %m"), 1;
+		return log_error_errno(r, "cannot harden the process: %s: %m", step ?: "?"), 1;
 	r = options_parse(argc, argv, &d.opt);
 	if (r != 0)
 		return r > 0 ? 0 : 2;
 	if (!locked)
-		log_warning("secure heap unavailable (RLIMIT_MEMLOCK?): keys may be swapped");
+		log_warning("OpenSSL secure heap unavailable: private key numbers share the ordinary heap");
 	r = setup(&d);
 	if (r >= 0 && d.opt.check_config)
 		printf("%s: OK\n", d.opt.config ?: "settings");

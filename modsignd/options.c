@@ -16,8 +16,9 @@ enum {
 	OPT_PIN_FILE, OPT_PKCS11_MODULE, OPT_AUDIT_LOG, OPT_ORG, OPT_CN, OPT_EMAIL,
 	OPT_DAYS, OPT_TEMPLATE, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_WORKERS,
 	OPT_MAXCONN, OPT_MAXHS, OPT_MAXHS_SRC, OPT_HS_TIMEOUT, OPT_IDLE_TIMEOUT,
-	OPT_MODE, OPT_VERSION, OPT_HELP,
+	OPT_MODE, OPT_VERSION, OPT_HELP, OPT_END_
 };
+_Static_assert(OPT_END_ - OPT_CONFIG <= OPTIONS_MAX_IDS, "OPTIONS_MAX_IDS too small");
 
 static const struct optdef {
 	const char *name;
@@ -96,6 +97,42 @@ static int socket_mode(const char *v, mode_t *ret)
 	return 0;
 }
 
+static bool repeatable(int id)
+{
+	return id == OPT_LISTEN || id == OPT_KEY || id == OPT_ALLOW || id == OPT_CERT;
+}
+
+static const char *opt_name(int id)
+{
+	for (size_t i = 0; i < ELEMENTSOF(optdefs); i++)
+		if (optdefs[i].id == id)
+			return optdefs[i].name;
+	return "?";
+}
+
+/*
+ * Note that single-valued option @id is set @at (a line of the file, or
+ * OPTIONS_SET_ON_CLI).  Twice in one place is refused: the last would win
+ * without a word, and which of two audit logs or keys is in force should
+ * not depend on line order.  The command line overriding the file is the
+ * documented way to change one setting for one run.
+ */
+static int note_set(struct options *o, int id, unsigned at)
+{
+	unsigned *prev = &o->set_at[id - OPT_CONFIG];
+
+	if (repeatable(id) || id == OPT_CHECK)
+		return 0;
+	if (*prev && at == OPTIONS_SET_ON_CLI && *prev == OPTIONS_SET_ON_CLI)
+		return log_error_errno(-EINVAL, "--%s given twice on the command line; "
+					  "it takes one value", opt_name(id));
+	if (*prev && at != OPTIONS_SET_ON_CLI)
+		return log_error_errno(-EINVAL, "%s:%u: '%s' given twice (first on line %u); "
+					  "it takes one value", o->config, at, opt_name(id), *prev);
+	*prev = at;
+	return 0;
+}
+
 /* Apply one setting; @v must live as long as @o. */
 static int apply(struct options *o, int id, const char *v)
 {
@@ -143,6 +180,7 @@ static const struct optdef *lookup(const char *name)
 struct conf_ctx {
 	struct options *o;
 	bool allow_only;
+	const unsigned *line; /* conf_parse()'s, during a callback */
 };
 
 static int conf_setting(const char *key, const char *value, void *userdata)
@@ -155,20 +193,24 @@ static int conf_setting(const char *key, const char *value, void *userdata)
 	if (!d || d->id == OPT_CONFIG || d->id == OPT_CHECK || d->id == OPT_HELP ||
 	    d->id == OPT_VERSION)
 		return log_error_errno(-ENOENT, "%s: unknown setting '%s'", o->config, key);
-	if (ctx->allow_only && d->id != OPT_ALLOW)
-		return 0;
 	if (d->arg && !*value)
 		return log_error_errno(-EINVAL, "%s: '%s' needs a value", o->config, key);
+	if (note_set(o, d->id, *ctx->line) < 0)
+		return -EINVAL;
 	if (o->n_strings >= ELEMENTSOF(o->strings) || !(copy = strdup(value)))
 		return -ENOMEM;
+	o->string_ids[o->n_strings] = d->id;
 	o->strings[o->n_strings++] = copy;
+	/* On reload the rest is only kept, to be compared with the start's. */
+	if (ctx->allow_only && d->id != OPT_ALLOW)
+		return 0;
 	return apply(o, d->id, copy);
 }
 
 static int read_config(struct options *o, bool allow_only)
 {
-	struct conf_ctx ctx = { .o = o, .allow_only = allow_only };
-	unsigned line;
+	unsigned line = 0;
+	struct conf_ctx ctx = { .o = o, .allow_only = allow_only, .line = &line };
 	int r;
 
 	r = conf_parse(o->config, conf_setting, &ctx, &line);
@@ -221,7 +263,7 @@ static int parse_cli(int argc, char **argv, struct options *o, bool early)
 				printf("modsignd %s\n", MODSIGN_VERSION);
 			return 1;
 		}
-		if (apply(o, c, optarg) < 0)
+		if (note_set(o, c, OPTIONS_SET_ON_CLI) < 0 || apply(o, c, optarg) < 0)
 			return -EINVAL;
 	}
 	if (!early && optind < argc)
@@ -265,6 +307,45 @@ static int add_rules(struct policy *p, const char *const *rules, size_t n)
 	return 0;
 }
 
+/* Whether option @id has the same values, in the same order, in both. */
+static bool same_values(const struct options *a, const struct options *b, int id)
+{
+	size_t i = 0, j = 0;
+
+	for (;;) {
+		while (i < a->n_strings && a->string_ids[i] != id)
+			i++;
+		while (j < b->n_strings && b->string_ids[j] != id)
+			j++;
+		if (i == a->n_strings || j == b->n_strings)
+			return i == a->n_strings && j == b->n_strings;
+		if (strcmp(a->strings[i++], b->strings[j++]) != 0)
+			return false;
+	}
+}
+
+/* SIGHUP applies the allow rules only: say which other settings of the
+ * file changed, so that an edited key or audit-log is not believed live. */
+static void warn_not_applied(const struct options *old, const struct options *fresh)
+{
+	char names[512] = "";
+	size_t len = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(optdefs); i++) {
+		int id = optdefs[i].id;
+
+		if (id == OPT_ALLOW || same_values(old, fresh, id) ||
+		    len >= sizeof(names) - 1) /* names are short: never cut, in practice */
+			continue;
+		len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s",
+					len ? ", " : "", optdefs[i].name);
+	}
+	if (len)
+		log_warning("SIGHUP: %s: changed %s: not applied until modsignd restarts "
+			    "(a reload applies the allow rules and reopens the audit log)",
+			    old->config, names);
+}
+
 int options_reload_allow(const struct options *o, struct policy *ret)
 {
 	struct options fresh;
@@ -274,6 +355,8 @@ int options_reload_allow(const struct options *o, struct policy *ret)
 	fresh.config = o->config;
 	if (fresh.config)
 		r = read_config(&fresh, true);
+	if (r >= 0 && fresh.config)
+		warn_not_applied(o, &fresh);
 	if (r >= 0)
 		r = add_rules(ret, fresh.allow, fresh.n_allow);
 	if (r >= 0)

@@ -6,9 +6,13 @@
  * modsignd's settings, from the command line and modsignd.conf(5).  One
  * table names every option; the config file uses the same names, so every
  * command-line option has a config key.  The file is read first, then the
- * command line: repeatable options accumulate, single ones are overridden.
+ * command line: repeatable options accumulate; a single one given on the
+ * command line overrides the file's, and given twice in the same place
+ * (two lines of the file, or twice on the command line) is an error: the
+ * second would silently win.
  */
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -21,6 +25,8 @@
 #define OPTIONS_DEFAULT_CONFIG "/etc/modsignd/modsignd.conf"
 #define OPTIONS_DEFAULT_SOCKET "/run/modsignd/modsignd.sock"
 #define OPTIONS_MAX_LIST 64
+#define OPTIONS_MAX_IDS 32
+#define OPTIONS_SET_ON_CLI UINT_MAX
 
 struct options {
 	const char *config;       /* --config; NULL: none */
@@ -40,9 +46,14 @@ struct options {
 	struct certgen_params gen;
 	struct tls_config tls;
 	struct server_config server;
-	/* strings read from the config file, owned here */
+	/* strings read from the config file, owned here, in file order, and
+	 * the option each was given for (to tell what a SIGHUP changed) */
 	char *strings[1024];
+	int string_ids[1024];
 	size_t n_strings;
+	/* where each single-valued option was set: 0 nowhere, a line of
+	 * the file, or OPTIONS_SET_ON_CLI (indexed by option) */
+	unsigned set_at[OPTIONS_MAX_IDS];
 };
 
 /*
@@ -53,7 +64,11 @@ struct options {
  */
 int options_parse(int argc, char **argv, struct options *o);
 
-/* Re-read only the allow rules: config file, then command line. */
+/*
+ * Re-read only the allow rules: config file, then command line.  Any other
+ * setting of the file that differs from what the daemon started with is
+ * named in a warning: it is not applied until a restart.
+ */
 int options_reload_allow(const struct options *o, struct policy *ret);
 
 void options_free(struct options *o);

@@ -271,14 +271,14 @@ static int pin_read(const char *path, char *pin, struct stat *ret_st,
 	struct stat st;
 	ssize_t n;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
-	if (fd < 0)
-		return (*ret_err = "cannot open the PIN file"), -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		return (*ret_err = "the PIN file is not a regular file"), -EINVAL;
-	if (st.st_mode & 077)
+	fd = secret_file_open(path, &st);
+	if (fd == -EINVAL)
+		return (*ret_err = "the PIN file is not a regular file"), fd;
+	if (fd == -EPERM)
 		return (*ret_err = "the PIN file is readable or writable by group or others "
-				   "(chmod 0600)"), -EPERM;
+				   "(chmod 0600)"), fd;
+	if (fd < 0)
+		return (*ret_err = "cannot open the PIN file"), fd;
 	n = read_full(fd, pin, PKCS11_MAX_PIN + 1);
 	if (n < 0)
 		return (*ret_err = "cannot read the PIN file"), (int)n;

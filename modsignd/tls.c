@@ -2,20 +2,79 @@
 #include <errno.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
+#include <stdio.h>
 #include <string.h>
 
+#include "keys.h"
 #include "tls.h"
+#include "util.h"
 
-int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, const char **ret_err)
+DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY *, EVP_PKEY_free)
+
+/*
+ * What a client certificate must be beyond chaining to --tls-client-ca: a
+ * leaf made for TLS clients.  OpenSSL's ssl_client purpose already looks at
+ * the leaf's extended key usage, key usage and nsCertType, but it accepts a
+ * leaf with basicConstraints CA:TRUE: such a certificate can issue others,
+ * so a builder holding one could mint any identity the CA is trusted for if
+ * the CA bundle ever also named it.  And an extended key usage, where there
+ * is one, must name clientAuth (not only anyExtendedKeyUsage).
+ */
+int tls_check_client_leaf(X509 *x)
+{
+	uint32_t flags = X509_get_extension_flags(x);
+
+	if (flags & EXFLAG_INVALID)
+		return -EINVAL;
+	if (flags & EXFLAG_CA)
+		return -EPERM;
+	if ((flags & EXFLAG_XKUSAGE) && !(X509_get_extended_key_usage(x) & XKU_SSL_CLIENT))
+		return -EPERM;
+	if (X509_check_purpose(x, X509_PURPOSE_SSL_CLIENT, 0) != 1)
+		return -EPERM;
+	return 0;
+}
+
+/* Only the leaf, and only once it verified; the chain's own checks stay. */
+static int verify_cb(int ok, X509_STORE_CTX *ctx)
+{
+	X509 *x = X509_STORE_CTX_get_current_cert(ctx);
+
+	if (!ok || X509_STORE_CTX_get_error_depth(ctx) != 0 || !x)
+		return ok;
+	if (tls_check_client_leaf(x) < 0) {
+		X509_STORE_CTX_set_error(ctx, X509_V_ERR_INVALID_PURPOSE);
+		return 0;
+	}
+	return 1;
+}
+
+/* The server's key, read as every secret file is (keys.h: key_pem_read). */
+static int use_key(SSL_CTX *ctx, const char *path, char *why, size_t why_size)
+{
+	_cleanup_(EVP_PKEY_freep) EVP_PKEY *pkey = NULL;
+	int r = key_pem_read(path, &pkey, NULL, why, why_size);
+
+	if (r < 0)
+		return r;
+	if (SSL_CTX_use_PrivateKey(ctx, pkey) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
+		snprintf(why, why_size, "%s: does not match --tls-cert", path);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, char *why, size_t why_size)
 {
 	SSL_CTX *ctx;
+	int r = -EINVAL;
 
-	*ret_err = NULL;
 	if (!cfg->cert || !cfg->key || !cfg->client_ca)
-		return (*ret_err = "TLS needs --tls-cert, --tls-key and --tls-client-ca"), -EINVAL;
+		return snprintf(why, why_size,
+				"TLS needs --tls-cert, --tls-key and --tls-client-ca"), -EINVAL;
 	ctx = SSL_CTX_new(TLS_server_method());
 	if (!ctx)
-		return -ENOMEM;
+		return snprintf(why, why_size, "%s", strerror(ENOMEM)), -ENOMEM;
 	SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
 	/* No resumption: every connection proves its certificate afresh. */
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
@@ -24,31 +83,72 @@ int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, const char **ret_er
 				      SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
 				      SSL_MODE_RELEASE_BUFFERS);
 	if (SSL_CTX_use_certificate_chain_file(ctx, cfg->cert) != 1) {
-		*ret_err = cfg->cert;
+		snprintf(why, why_size, "%s: unreadable or invalid", cfg->cert);
 		goto fail;
 	}
-	if (SSL_CTX_use_PrivateKey_file(ctx, cfg->key, SSL_FILETYPE_PEM) != 1 ||
-	    SSL_CTX_check_private_key(ctx) != 1) {
-		*ret_err = cfg->key;
+	if ((r = use_key(ctx, cfg->key, why, why_size)) < 0)
 		goto fail;
-	}
+	r = -EINVAL;
 	if (SSL_CTX_load_verify_locations(ctx, cfg->client_ca, NULL) != 1) {
-		*ret_err = cfg->client_ca;
+		snprintf(why, why_size, "%s: unreadable or invalid", cfg->client_ca);
 		goto fail;
 	}
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	SSL_CTX_set_purpose(ctx, X509_PURPOSE_SSL_CLIENT);
+	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_cb);
+	ERR_clear_error();
 	*ret = ctx;
 	return 0;
 fail:
+	ERR_clear_error();
 	SSL_CTX_free(ctx);
-	return -EINVAL;
+	return r;
+}
+
+/*
+ * The length of the UTF-8 sequence at @s (of @n bytes) if it is a
+ * character fit for a name that reaches policy, logs and the audit log, or
+ * 0: no C0 or C1 control, DEL, or bidirectional formatting character (the
+ * marks, embeddings, overrides and isolates that make "cn:a\u202Eb" print
+ * as something else), and only well-formed, shortest-form UTF-8.
+ */
+static size_t name_char(const unsigned char *s, size_t n)
+{
+	uint32_t c;
+	size_t len, i;
+
+	if (s[0] < 0x80)
+		return s[0] >= 0x20 && s[0] != 0x7f;
+	len = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+	if (s[0] >= 0xf8 || len == 0 || len > n)
+		return 0;
+	c = s[0] & (0x7f >> len);
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10ffff)) ||
+	    (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	if (c <= 0x9f || c == 0x61c || c == 0x200e || c == 0x200f ||
+	    (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069))
+		return 0;
+	return len;
+}
+
+int tls_name_ok(const char *s, size_t n)
+{
+	for (size_t i = 0, l; i < n; i += l)
+		if (!(l = name_char((const unsigned char *)s + i, n - i)))
+			return 0;
+	return 1;
 }
 
 int tls_peer_cn(SSL *ssl, char *buf, size_t size)
 {
 	X509 *cert = SSL_get0_peer_certificate(ssl);
 	X509_NAME *name;
-	const ASN1_STRING *data;
+	unsigned char *utf8 = NULL;
 	int i, len;
 
 	if (!cert || SSL_get_verify_result(ssl) != X509_V_OK)
@@ -57,14 +157,16 @@ int tls_peer_cn(SSL *ssl, char *buf, size_t size)
 	i = X509_NAME_get_index_by_NID(name, NID_commonName, -1);
 	if (i < 0 || X509_NAME_get_index_by_NID(name, NID_commonName, i) >= 0)
 		return -EINVAL;
-	data = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i));
-	len = ASN1_STRING_length(data);
-	if (len <= 0 || (size_t)len >= size)
+	/* As UTF-8 whatever the ASN.1 string type, so the check below sees
+	 * the characters a terminal or a JSON reader will show. */
+	len = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i)));
+	if (len <= 0 || (size_t)len >= size || !tls_name_ok((char *)utf8, (size_t)len)) {
+		OPENSSL_free(utf8);
+		ERR_clear_error();
 		return -EINVAL;
-	memcpy(buf, ASN1_STRING_get0_data(data), (size_t)len);
+	}
+	memcpy(buf, utf8, (size_t)len);
 	buf[len] = '\0';
-	for (i = 0; i < len; i++)
-		if ((unsigned char)buf[i] < 0x20 || buf[i] == 0x7f)
-			return -EINVAL;
+	OPENSSL_free(utf8);
 	return 0;
 }

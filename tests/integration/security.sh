@@ -94,17 +94,28 @@ refute key-trace-catches-write-to-open-file analyze "$T/twin2.out"
 chown nobody "$T/nb"
 nobody_client >/dev/null # makes $T/bin, copies other users can run
 cp "$MODSIGND" "$T/bin/modsignd" && chmod 755 "$T/bin/modsignd"
-runuser -u nobody -- env MODSIGN_TEST_SECRET=hunter2 "$T/bin/modsignd" --listen "unix:$T/nb/s" \
+# modsignd locks all its memory: the unit gives it LimitMEMLOCK=infinity.
+# Where the hard limit cannot be raised (no CAP_SYS_RESOURCE, as in some
+# containers) nobody gets CAP_IPC_LOCK instead, and so do the twin and the
+# tracer below: a target holding a capability the tracer lacks is refused
+# for that alone, which would hide what PR_SET_DUMPABLE does.
+if prlimit --memlock=unlimited true 2>/dev/null; then
+	as_nobody() { prlimit --memlock=unlimited runuser -u nobody -- "$@"; }
+else
+	as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		--inh-caps +ipc_lock --ambient-caps +ipc_lock -- env PATH=/usr/bin:/bin "$@"; }
+fi
+as_nobody env MODSIGN_TEST_SECRET=hunter2 "$T/bin/modsignd" --listen "unix:$T/nb/s" \
 	--key default=ephemeral:ecdsa-p256 --allow user:nobody 2>"$T/nobody.log" &
 DAEMON_PIDS+=($!)
 for _ in $(seq 1 200); do [ -S "$T/nb/s" ] && break; sleep 0.05; done
 npid=$(pgrep -u nobody -f "unix:$T/nb/s" | head -n1)
-runuser -u nobody -- sleep 300 &
+as_nobody sleep 300 &
 DAEMON_PIDS+=($!)
 for _ in $(seq 1 100); do pgrep -u nobody -f "^sleep 300$" >/dev/null && break; sleep 0.05; done
 twin=$(pgrep -u nobody -f "^sleep 300$" | tail -n1)
 ptrace_attach() { # PID: as nobody, PTRACE_ATTACH then detach; exit 0 if allowed
-	runuser -u nobody -- python3 - "$1" <<'PY'
+	as_nobody python3 - "$1" <<'PY'
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 pid = int(sys.argv[1])
@@ -114,12 +125,12 @@ os.waitpid(pid, 0); libc.ptrace(17, pid, None, None)  # PTRACE_DETACH
 PY
 }
 check "daemon-runs-as-nobody (pid ${npid:-none})" test -n "$npid"
-refute daemon-environ-unreadable-by-own-uid runuser -u nobody -- cat "/proc/$npid/environ"
-refute daemon-mem-unreadable-by-own-uid runuser -u nobody -- python3 -c "open('/proc/$npid/mem','rb')"
+refute daemon-environ-unreadable-by-own-uid as_nobody cat "/proc/$npid/environ"
+refute daemon-mem-unreadable-by-own-uid as_nobody python3 -c "open('/proc/$npid/mem','rb')"
 refute daemon-ptrace-attach-refused-to-own-uid ptrace_attach "$npid"
 check daemon-core-limit-zero bash -c "grep -q '^Max core file size *0 *0' /proc/$npid/limits"
 # Twins: an ordinary process of the same uid gives all of that away.
-check twin-environ-readable-by-own-uid runuser -u nobody -- cat "/proc/$twin/environ"
+check twin-environ-readable-by-own-uid as_nobody cat "/proc/$twin/environ"
 if [ "$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)" -eq 0 ]; then
 	check twin-ptrace-attach-allowed-to-own-uid ptrace_attach "$twin"
 else
