@@ -2,12 +2,14 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "modfile.h"
@@ -27,6 +29,58 @@ static int check_elf_end(struct modfile *m, uint64_t elf_end, const char **ret_e
 	return -EBADMSG;
 }
 
+/* Split @path into its directory (a new string) and its last component,
+ * which must fit @size; "m.ko" is in ".", "/m.ko" in "/". */
+static int split_path(const char *path, char **ret_dir, char *name, size_t size)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	size_t n = strlen(base);
+
+	if (n == 0)
+		return -EISDIR;
+	if (n >= size)
+		return -ENAMETOOLONG;
+	memcpy(name, base, n + 1);
+	*ret_dir = !slash ? strdup(".") :
+			    strndup(path, slash == path ? 1 : (size_t)(slash - path));
+	return *ret_dir ? 0 : -ENOMEM;
+}
+
+/*
+ * The directory of @path, resolved now and never again, and the name in
+ * it.  Symbolic links on the way are followed (/lib is one on merged-/usr
+ * systems): what the path named when we were asked is what we sign; it is
+ * a rename after this point that must not redirect us.
+ */
+static int open_dir(const char *path, char *name, size_t size)
+{
+	_cleanup_(freep) char *dir = NULL;
+	int r = split_path(path, &dir, name, size), fd;
+
+	if (r < 0)
+		return r;
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* In place: the directory, then the module in it, never through a link. */
+static int open_in_dir(const char *path, struct modfile *m)
+{
+	int dfd = open_dir(path, m->name, sizeof(m->name)), fd;
+
+	if (dfd < 0)
+		return dfd;
+	fd = openat(dfd, m->name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+	if (fd < 0) {
+		fd = -errno;
+		close(dfd);
+		return fd;
+	}
+	m->dirfd = dfd;
+	return fd;
+}
+
 int modfile_open(const char *path, bool for_write, struct modfile *ret,
 		 const char **ret_err)
 {
@@ -36,11 +90,15 @@ int modfile_open(const char *path, bool for_write, struct modfile *ret,
 	ssize_t n;
 	int r;
 
-	*ret = (struct modfile){ .path = path, .fd = -1, .out = -1 };
+	*ret = (struct modfile){ .path = path, .fd = -1, .out = -1, .dirfd = -1 };
 	*ret_err = NULL;
-	ret->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | (for_write ? O_NOFOLLOW : 0));
+	if (for_write)
+		ret->fd = open_in_dir(path, ret);
+	else if ((ret->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+		ret->fd = -errno;
 	if (ret->fd < 0) {
-		r = -errno;
+		r = ret->fd;
+		ret->fd = -1;
 		if (r == -ELOOP)
 			*ret_err = "is a symbolic link (sign its target)";
 		return r;
@@ -55,7 +113,7 @@ int modfile_open(const char *path, bool for_write, struct modfile *ret,
 		goto fail;
 	}
 	if (for_write && (!(ret->st.st_mode & 0222) ||
-			  faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) < 0)) {
+			  faccessat(ret->dirfd, ret->name, W_OK, AT_EACCESS) < 0)) {
 		r = -EACCES;
 		*ret_err = "file is read-only";
 		goto fail;
@@ -92,7 +150,9 @@ void modfile_close(struct modfile *m)
 	close(m->fd);
 	if (m->out >= 0) /* the new file; unnamed, so dropped, unless committed */
 		close(m->out);
-	m->fd = m->out = -1;
+	if (m->dirfd >= 0)
+		close(m->dirfd);
+	m->fd = m->out = m->dirfd = -1;
 }
 
 int modfile_digest(struct modfile *m, const struct digest *md, uint8_t *out,
@@ -174,8 +234,9 @@ static int write_signature(int out, const uint8_t *sig, size_t sig_len)
 }
 
 /* The module we read is as we read it and, signed in place, still the
- * file at its name: one renamed over it meanwhile (a rebuild) must not be
- * replaced by a signed copy of the old body. */
+ * file at its name in the directory we opened: one renamed over it
+ * meanwhile (a rebuild) must not be replaced by a signed copy of the old
+ * body. */
 static bool unchanged(const struct modfile *m)
 {
 	struct stat now, named;
@@ -184,83 +245,163 @@ static bool unchanged(const struct modfile *m)
 	    now.st_mtim.tv_sec != m->st.st_mtim.tv_sec ||
 	    now.st_mtim.tv_nsec != m->st.st_mtim.tv_nsec)
 		return false;
-	if (m->dest != m->path)
+	if (!m->in_place)
 		return true;
-	return lstat(m->path, &named) == 0 && named.st_dev == now.st_dev &&
-	       named.st_ino == now.st_ino;
+	return fstatat(m->dirfd, m->name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       named.st_dev == now.st_dev && named.st_ino == now.st_ino;
+}
+
+_printf_(3, 4) static int say(struct modfile *m, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m->why, sizeof(m->why), fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+static long long ms_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* flock(LOCK_EX), but -EBUSY once @deadline (ms_now()) has passed: a
+ * writer stopped while holding it must not stop us for ever. */
+static int lock_until(int fd, long long deadline)
+{
+	for (long ms = 1;; ms = ms < 64 ? ms * 2 : ms) {
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (ms_now() >= deadline)
+			return -EBUSY;
+		nanosleep(&(struct timespec){ .tv_nsec = ms * 1000000 }, NULL);
+	}
+}
+
+/* Whom our own temporary file would belong to when linked: the caller,
+ * or in place the module's owner (modfile_prepare() gives it to them). */
+static bool ours(const struct modfile *m, uid_t uid)
+{
+	return uid == geteuid() || (m->in_place && uid == m->st.st_uid);
 }
 
 /*
- * A name next to @dest for the new file, which O_TMPFILE leaves without
- * one, so that it can be renamed over @dest: ".BASE.modsign-tmp".
+ * Something is at the temporary name @tmp.  A dead writer's leftover is
+ * removed (0); a live writer's, mid-commit, is waited for until it renames
+ * it away (0; waited for until @deadline, then -EBUSY); anything else is
+ * not ours to remove or to wait for.  Opened without following a link and
+ * without blocking, so that a FIFO or a lease cannot hold us either.
+ */
+static int clear_temp(struct modfile *m, const char *tmp, long long deadline)
+{
+	_cleanup_(closep) int other = -1;
+	struct stat held, now;
+	int r;
+
+	other = openat(m->dirfd, tmp,
+		       O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (other < 0 && errno == ENOENT) /* renamed away meanwhile */
+		return 0;
+	if (other < 0 && errno != ELOOP && errno != EWOULDBLOCK)
+		return say(m, -errno, "cannot open %s next to it", tmp);
+	if (other < 0 || fstat(other, &held) < 0 || !S_ISREG(held.st_mode) ||
+	    !ours(m, held.st_uid))
+		return say(m, -EEXIST,
+			   "%s next to it is in the way: not a regular file of the signer's (remove it)",
+			   tmp);
+	r = lock_until(other, deadline);
+	if (r < 0)
+		return say(m, r, "%s next to it is still locked by another signer after %d s",
+			   tmp, MODFILE_TEMP_WAIT_MS / 1000);
+	if (fstatat(m->dirfd, tmp, &now, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    held.st_dev == now.st_dev && held.st_ino == now.st_ino)
+		unlinkat(m->dirfd, tmp, 0); /* still the dead writer's: ours now */
+	return 0;
+}
+
+/* Give the unnamed file @fd the name @tmp in @dirfd.  AT_EMPTY_PATH needs
+ * CAP_DAC_READ_SEARCH; without it, the magic link in /proc does. */
+static int link_fd(int fd, int dirfd, const char *tmp)
+{
+	char proc[64];
+
+	if (linkat(fd, "", dirfd, tmp, AT_EMPTY_PATH) == 0)
+		return 0;
+	if (errno != ENOENT && errno != EPERM)
+		return -errno;
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return linkat(AT_FDCWD, proc, dirfd, tmp, AT_SYMLINK_FOLLOW) < 0 ? -errno : 0;
+}
+
+/*
+ * A name next to the destination for the new file, which O_TMPFILE
+ * leaves without one, so that it can be renamed over it:
+ * ".NAME.modsign-tmp".
  *
  * Linux cannot link an unnamed file over an existing name, so a SIGKILL
  * between this link and the rename leaves that name behind.  Its writer
  * holds an flock on the file from modfile_prepare() until it exits, so a
  * later signer of the same module can tell: a name nobody holds belongs
  * to a dead writer and is removed; one that is held is another signer's,
- * mid-commit, whose rename we wait for.
+ * mid-commit, whose rename we wait for (see clear_temp()).
  */
-static int link_temp(int fd, const char *dir, const char *base, char *name,
-		     size_t size)
+static int link_temp(struct modfile *m, char *tmp, size_t size)
 {
-	char proc[64];
+	long long deadline = ms_now() + MODFILE_TEMP_WAIT_MS;
+	int r;
 
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	snprintf(name, size, "%s/.%s.modsign-tmp", dir, base);
+	if ((size_t)snprintf(tmp, size, ".%s.modsign-tmp", m->name) >= size)
+		return -ENAMETOOLONG;
 	for (int tries = 0; tries < 16; tries++) {
-		struct stat held, now;
-		int other;
-
-		if (linkat(AT_FDCWD, proc, AT_FDCWD, name, AT_SYMLINK_FOLLOW) == 0)
-			return 0;
-		if (errno != EEXIST)
-			return -errno;
-		other = open(name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-		if (other < 0) {
-			if (errno == ENOENT) /* renamed away meanwhile */
-				continue;
-			return -errno;
-		}
-		/* Blocks while a live writer commits; at once if it died. */
-		if (flock(other, LOCK_EX) == 0 && fstat(other, &held) == 0 &&
-		    lstat(name, &now) == 0 && held.st_dev == now.st_dev &&
-		    held.st_ino == now.st_ino)
-			unlink(name); /* still the dead writer's: ours now */
-		close(other);
+		r = link_fd(m->out, m->dirfd, tmp);
+		if (r != -EEXIST)
+			return r < 0 ? say(m, r, "cannot link the new module as %s", tmp) : 0;
+		r = clear_temp(m, tmp, deadline);
+		if (r < 0)
+			return r;
 	}
-	return -EEXIST;
-}
-
-static int open_temp(const char *dir)
-{
-	int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
-
-	return fd < 0 ? -errno : fd;
+	return say(m, -EEXIST, "%s next to it keeps coming back", tmp);
 }
 
 int modfile_prepare(struct modfile *m, const char *dest, const char **ret_err)
 {
-	_cleanup_(freep) char *d = NULL;
 	int r;
 
 	*ret_err = NULL;
+	m->in_place = !dest;
 	m->dest = dest ?: m->path;
-	d = strdup(m->dest);
-	if (!d)
-		return -ENOMEM;
-	m->out = open_temp(dirname(d));
-	if (m->out < 0) {
-		r = m->out;
-		m->out = -1;
-		return (*ret_err = "cannot create a file in its directory"), r;
+	if (!m->in_place) {
+		if (m->dirfd >= 0)
+			close(m->dirfd);
+		m->dirfd = open_dir(dest, m->name, sizeof(m->name));
+		if (m->dirfd < 0) {
+			r = m->dirfd;
+			m->dirfd = -1;
+			return (*ret_err = "cannot open its directory"), r;
+		}
+	} else if (m->dirfd < 0) {
+		return -EBADF; /* not opened for writing */
 	}
+	/* A copy is the caller's new file, as sign-file's fopen "wb" makes
+	 * it: 0666 & ~umask.  Only in place are mode and owner kept. */
+	m->out = openat(m->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC,
+			m->in_place ? 0600 : 0666);
+	if (m->out < 0)
+		return (*ret_err = "cannot create a file in its directory"), -errno;
 	/* Held until we exit: see link_temp(). */
 	if (flock(m->out, LOCK_EX) < 0)
 		return (*ret_err = "cannot lock the new module"), -errno;
 	r = copy_body(m->fd, m->out, m->sig.body_len);
 	if (r < 0)
 		return (*ret_err = r == -ESTALE ? NULL : "cannot write the new module"), r;
+	if (!m->in_place)
+		return 0;
 	if (fchmod(m->out, m->st.st_mode & 07777) < 0)
 		return (*ret_err = "cannot set the mode"), -errno;
 	if ((m->st.st_uid != geteuid() || m->st.st_gid != getegid()) &&
@@ -272,11 +413,11 @@ int modfile_prepare(struct modfile *m, const char *dest, const char **ret_err)
 int modfile_commit(struct modfile *m, const uint8_t *sig, size_t sig_len,
 		   const char **ret_err)
 {
-	_cleanup_(freep) char *d1 = NULL, *d2 = NULL;
-	char tmp[4096];
+	char tmp[NAME_MAX + 1];
 	int r;
 
 	*ret_err = NULL;
+	m->why[0] = '\0';
 	if (m->out < 0)
 		return -EBADF;
 	if (sig) {
@@ -286,16 +427,14 @@ int modfile_commit(struct modfile *m, const uint8_t *sig, size_t sig_len,
 	}
 	if (!unchanged(m))
 		return -ESTALE;
-	d1 = strdup(m->dest);
-	d2 = strdup(m->dest);
-	if (!d1 || !d2)
-		return -ENOMEM;
-	r = link_temp(m->out, dirname(d1), basename(d2), tmp, sizeof(tmp));
+	r = link_temp(m, tmp, sizeof(tmp));
 	if (r < 0)
-		return (*ret_err = "cannot link the new module"), r;
-	if (rename(tmp, m->dest) < 0) {
+		return (*ret_err = m->why[0] ? m->why : "cannot link the new module"), r;
+	/* Both names in the directory we opened: a rename of a directory on
+	 * the path meanwhile changes nothing here. */
+	if (renameat(m->dirfd, tmp, m->dirfd, m->name) < 0) {
 		r = -errno;
-		unlink(tmp);
+		unlinkat(m->dirfd, tmp, 0);
 		return (*ret_err = "cannot rename the new module into place"), r;
 	}
 	return 0;

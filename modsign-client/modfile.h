@@ -8,7 +8,14 @@
  * The new content goes to an unnamed file (O_TMPFILE) in the same
  * directory, takes the old mode and owner, and is renamed over the
  * original; a crash leaves the original and no litter.
+ *
+ * The directory is resolved once, when the module is opened for writing
+ * (or, for a copy, when the copy is prepared); every later step is
+ * relative to that descriptor, so whoever can rename a directory on the
+ * path cannot redirect the new file into another directory.
  */
+
+#include <limits.h>
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -25,12 +32,17 @@ struct modfile {
 	struct modsig_info sig;
 	const char *dest; /* borrowed: where modfile_commit() puts it */
 	int out;          /* the unnamed new file, -1 until prepared */
+	bool in_place;    /* dest is the module: keep its mode and owner */
+	int dirfd;        /* O_PATH: dest's directory, -1 until known */
+	char name[NAME_MAX + 1]; /* dest's name in dirfd */
+	char why[NAME_MAX + 128]; /* a reason naming a file, see ret_err */
 };
 
 /*
  * Open @path and inspect its signature trailer.  Refuses what is not a
- * regular ELF file or has a corrupt trailer.  With @for_write, also
- * refuses a read-only file.  On failure returns a negative errno and sets
+ * regular ELF file or has a corrupt trailer.  With @for_write (to replace
+ * it in place), also refuses a symbolic link and a read-only file, and
+ * keeps its directory open.  On failure returns a negative errno and sets
  * *@ret_err to a reason (static text, or NULL to use strerror).
  */
 int modfile_open(const char *path, bool for_write, struct modfile *ret,
@@ -48,8 +60,22 @@ int modfile_read_sig(struct modfile *m, uint8_t **ret);
  * Write the module body followed by @sig (NULL: no signature, i.e. strip)
  * and its trailer to @dest (NULL: replace @m in place), atomically.
  * -ESTALE if the module changed since it was opened.  On failure nothing
- * at @dest has changed; *@ret_err may name the step that failed.
+ * at @dest has changed; *@ret_err may name the step that failed (it may
+ * point into @m: valid until the next call on @m).
+ *
+ * In place, the new file keeps the module's mode and owner.  A copy at
+ * @dest is a new file of the caller's, mode 0666 & ~umask (what
+ * scripts/sign-file's fopen "wb" creates); whatever was at @dest is
+ * replaced atomically, not written through.
+ *
+ * The temporary name ".NAME.modsign-tmp" next to @dest is taken over only
+ * from a dead writer: a regular file owned by the caller (or, in place,
+ * by the module's owner, whom the writer gave it), whose flock nobody
+ * holds.  A live writer's is waited for at most MODFILE_TEMP_WAIT_MS;
+ * anything else there is an error (-EEXIST, -EBUSY) naming it.
  */
+#define MODFILE_TEMP_WAIT_MS 10000
+
 int modfile_write(struct modfile *m, const char *dest, const uint8_t *sig,
 		  size_t sig_len, const char **ret_err);
 
