@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <malloc.h>
 #include <openssl/crypto.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -17,10 +18,18 @@
  * at once, so that the 8 MiB thread stacks and the malloc arenas reserved
  * later cost what they use, not what they reserve (plain MCL_FUTURE would
  * fault every new mapping in whole).  The limit (RLIMIT_MEMLOCK, without
- * CAP_IPC_LOCK) still counts reservations: see LimitMEMLOCK= in the unit.
+ * CAP_IPC_LOCK) still counts reservations, though: glibc reserves 64 MiB
+ * of address space for each thread's own malloc arena, so all threads
+ * share the main one (M_ARENA_MAX 1; a signature makes a few allocations
+ * around milliseconds of arithmetic, so they hardly contend), and the
+ * workers' stacks are small (workq.c).  What is left is the libraries and
+ * the heap: a few tens of MiB, whatever --workers says (LimitMEMLOCK= in
+ * the unit).
  */
 static int lock_memory(void)
 {
+	if (mallopt(M_ARENA_MAX, 1) != 1)
+		return -EINVAL;
 	if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) < 0)
 		return -errno;
 	return 0;

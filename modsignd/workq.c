@@ -9,6 +9,7 @@
 #include "workq.h"
 
 #define WORKQ_MAX_THREADS 256
+#define WORKQ_STACK_SIZE (1024u * 1024)
 
 struct workq {
 	pthread_mutex_t lock;
@@ -68,6 +69,24 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* A worker's stack is WORKQ_STACK_SIZE, not the 8 MiB default: all of the
+ * daemon's memory is locked and RLIMIT_MEMLOCK counts a stack's whole
+ * reservation (secure.c).  A signature's deepest path (OpenSSL's RSA and
+ * EC code, a PKCS#11 module) uses tens of KiB. */
+static int start_worker(struct workq *q, pthread_t *ret)
+{
+	pthread_attr_t attr;
+	int r = pthread_attr_init(&attr);
+
+	if (r != 0)
+		return -r;
+	r = pthread_attr_setstacksize(&attr, WORKQ_STACK_SIZE);
+	if (r == 0)
+		r = pthread_create(ret, &attr, worker, q);
+	pthread_attr_destroy(&attr);
+	return -r;
+}
+
 int workq_start(unsigned n, struct workq **ret, int *ret_fd)
 {
 	struct workq *q;
@@ -88,11 +107,11 @@ int workq_start(unsigned n, struct workq **ret, int *ret_fd)
 		return r;
 	}
 	for (; q->n < n; q->n++) {
-		int r = pthread_create(&q->threads[q->n], NULL, worker, q);
+		int r = start_worker(q, &q->threads[q->n]);
 
-		if (r != 0) {
+		if (r < 0) {
 			workq_stop(q);
-			return -r;
+			return r;
 		}
 	}
 	*ret = q;

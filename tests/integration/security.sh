@@ -94,7 +94,7 @@ refute key-trace-catches-write-to-open-file analyze "$T/twin2.out"
 chown nobody "$T/nb"
 nobody_client >/dev/null # makes $T/bin, copies other users can run
 cp "$MODSIGND" "$T/bin/modsignd" && chmod 755 "$T/bin/modsignd"
-# modsignd locks all its memory: the unit gives it LimitMEMLOCK=infinity.
+# modsignd locks all its memory: the unit gives it LimitMEMLOCK=256M.
 # Where the hard limit cannot be raised (no CAP_SYS_RESOURCE, as in some
 # containers) nobody gets CAP_IPC_LOCK instead, and so do the twin and the
 # tracer below: a target holding a capability the tracer lacks is refused
@@ -110,10 +110,13 @@ as_nobody env MODSIGN_TEST_SECRET=hunter2 "$T/bin/modsignd" --listen "unix:$T/nb
 DAEMON_PIDS+=($!)
 for _ in $(seq 1 200); do [ -S "$T/nb/s" ] && break; sleep 0.05; done
 npid=$(pgrep -u nobody -f "unix:$T/nb/s" | head -n1)
+# The wrapper (runuser, setpriv) may not pass a SIGTERM on: stop the daemon itself.
+[ -n "$npid" ] && DAEMON_PIDS+=("$npid")
 as_nobody sleep 300 &
 DAEMON_PIDS+=($!)
 for _ in $(seq 1 100); do pgrep -u nobody -f "^sleep 300$" >/dev/null && break; sleep 0.05; done
 twin=$(pgrep -u nobody -f "^sleep 300$" | tail -n1)
+[ -n "$twin" ] && DAEMON_PIDS+=("$twin")
 ptrace_attach() { # PID: as nobody, PTRACE_ATTACH then detach; exit 0 if allowed
 	as_nobody python3 - "$1" <<'PY'
 import ctypes, os, sys
