@@ -12,6 +12,7 @@ pkgs=(
 	linux-source                                           # reference sign-file
 	qemu-system-x86 busybox-static bc flex bison libelf-dev cpio dwarves  # tests/qemu
 	clang-14 libclang-rt-14-dev valgrind strace                  # fuzzers, sanitizers, security
+	bats bats-assert bats-support                          # tests/integration/*.bats
 )
 missing=()
 for p in "${pkgs[@]}"; do

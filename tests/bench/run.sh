@@ -23,6 +23,7 @@ BUILT_CLIENT=$B/modsign-client
 BUILT_MODSIGND=$B/modsignd
 SF=$B/fixtures/sign-file
 OUT=${BENCH_OUT:-$REPO/docs/PERFORMANCE.md}
+. "$REPO/tests/helpers.sh" # modsignd_start
 NMOD=${BENCH_MODULES:-0}
 SWEEP_N=${BENCH_SWEEP_MODULES:-1000}
 PERPROC_N=${BENCH_PERPROC_MODULES:-0}
@@ -131,7 +132,7 @@ make_pki() {
 	done
 }
 
-start_daemon() {
+start_bench_daemon() {
 	local args=(--listen "unix:$W/sock" --listen "tls:127.0.0.1:$PORT"
 		--tls-cert "$W/pki/server.crt" --tls-key "$W/pki/server.key" --tls-client-ca "$W/pki/ca.crt"
 		--allow uid:"$(id -u)" --allow cn:bench-client
@@ -139,16 +140,9 @@ start_daemon() {
 		--key rsa4096p4="$W/rsa4096p4.pem"
 		--key default="$W/rsa4096.pem") # for kbuild: the certificate names no key
 	[ -n "$HSM_KEY" ] && args+=(--key "$HSM_KEY" --cert "hsm=$W/hsm.crt" --pin-file "$W/pin")
-	"$MODSIGND" "${args[@]}" 2>>"$W/modsignd.log" &
-	DPID=$!
+	modsignd_start "$W/modsignd.log" "${args[@]}" || die "modsignd did not start"
+	DPID=$MODSIGND_PID
 	PIDS+=($DPID)
-	for _ in $(seq 1 400); do
-		[ -S "$W/sock" ] && (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && return 0
-		kill -0 $DPID 2>/dev/null || break
-		sleep 0.05
-	done
-	cat "$W/modsignd.log" >&2
-	die "modsignd did not start"
 }
 
 # ---- one signing run -----------------------------------------------------------
@@ -864,7 +858,7 @@ main() {
 	make_key p384 -newkey ec -pkeyopt ec_paramgen_curve:secp384r1
 	make_hsm
 	make_pki
-	start_daemon
+	start_bench_daemon
 	export MODSIGN_SERVER=unix:$W/sock
 	openssl_limits
 	: >"$W/main.md"

@@ -31,6 +31,9 @@ MODSIGN_CLIENT=${MODSIGN_CLIENT:-$repo/build/modsign-client}
 SOCK=$B/run/modsignd.sock
 export MODSIGN_SERVER=unix:$SOCK
 
+REPO=$repo
+. "$repo/tests/helpers.sh" # modsignd_start
+
 npass=0
 nfail=0
 daemon_pid=
@@ -47,7 +50,7 @@ summary()
 }
 
 # A step that the rest of the run depends on failed: report and stop.
-abort() { fail "$1" "$2"; stop_daemon; summary; exit 1; }
+abort() { fail "$1" "$2"; stop_signer; summary; exit 1; }
 
 # ---------------------------------------------------------------------------
 # Setup
@@ -76,33 +79,28 @@ install_deps()
 			$missing >> "$B/apt.log" 2>&1
 }
 
-start_daemon()
+start_signer()
 {
-	local i hsm_args=()
+	local hsm_args=()
 
 	[ -z "$hsm_ok" ] || hsm_args=(--key "hsm=$HSM_URI" --pin-file "$HSM/pin")
+	: > "$B/modsignd.log"
 	rm -rf "$B/run"
 	mkdir -p "$B/run"
 	chmod 700 "$B/run"
 	# The one-shot keys: they exist only in this daemon's memory.  The
 	# HSM key stays on the token; the daemon reads the PIN from a file.
-	"$MODSIGND" --listen "unix:$SOCK" \
+	modsignd_start "$B/modsignd.log" --listen "unix:$SOCK" \
 		--key default=ephemeral:rsa3072 \
 		--key ecdsa=ephemeral:ecdsa-p384 \
 		--key other=ephemeral:rsa2048 \
 		--key mp=ephemeral:rsa4096-4p \
 		"${hsm_args[@]}" \
-		--allow "uid:$(id -u)" 2> "$B/modsignd.log" &
-	daemon_pid=$!
-	for i in $(seq 100); do
-		"$MODSIGN_CLIENT" status > /dev/null 2>&1 && return 0
-		kill -0 "$daemon_pid" 2> /dev/null || break
-		sleep 0.2
-	done
-	return 1
+		--allow "uid:$(id -u)" || return 1
+	daemon_pid=$MODSIGND_PID
 }
 
-stop_daemon()
+stop_signer()
 {
 	[ -n "$daemon_pid" ] || return 0
 	kill -TERM "$daemon_pid" 2> /dev/null
@@ -600,14 +598,14 @@ main()
 	else
 		fail hsm-token "cannot make the SoftHSM2 token, see $HSM/setup.log"
 	fi
-	if ! start_daemon; then
+	if ! start_signer; then
 		[ -n "$hsm_ok" ] ||
 			abort modsignd-start "daemon did not answer, see $B/modsignd.log"
 		# Keep the rest of the matrix: start again without the HSM key.
 		fail hsm-daemon "modsignd did not start with the HSM key: $(tail -n 2 "$B/modsignd.log" | tr '\n' ' ')"
-		stop_daemon
+		stop_signer
 		hsm_ok=
-		start_daemon ||
+		start_signer ||
 			abort modsignd-start "daemon did not answer, see $B/modsignd.log"
 	fi
 	"$MODSIGN_CLIENT" cert > "$B/cert.pem" &&
@@ -652,7 +650,7 @@ main()
 	[ -z "$hsm_ok" ] || hsm_flow
 
 	# "make distclean to get rid of the keys" becomes "stop the daemon".
-	stop_daemon
+	stop_signer
 	scan_private_keys
 
 	make_initramfs
@@ -664,5 +662,5 @@ main()
 	summary
 }
 
-trap 'stop_daemon' EXIT
+trap 'stop_signer' EXIT
 main "$@"

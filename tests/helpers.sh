@@ -1,0 +1,171 @@
+# Helpers shared by every test: the bash suites (tests/lib.sh), the bats
+# cases (tests/common.bash), the QEMU run and the bench.  Functions only:
+# sourcing this file starts nothing and sets no shell options.  Callers
+# set REPO, MODSIGND, CLIENT and FIX; T is the caller's own directory.
+
+# modsignd_start LOG ARGS...: start "$MODSIGND" ARGS... in the background,
+# its stderr appended to LOG, and return once it is ready to serve, which
+# it says with READY=1 on its notify socket (sd_notify(3)) once its keys
+# are loaded and its listeners bound: the one readiness rule for tests,
+# QEMU and bench.  Sets MODSIGND_PID.  Returns 1, with the log's last
+# lines on stderr, if the daemon exits first or is not ready within
+# MODSIGND_START_TIMEOUT seconds (default 60: a sanitized or traced daemon
+# making RSA-4096 keys is slow).
+modsignd_start() {
+	local log=$1 dir wpid end
+	shift
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/modsignd-notify.XXXXXX") || return 1
+	# 3>&-: bats waits for every holder of its fd 3 (see common.bash).
+	python3 "$REPO/tests/notify-wait.py" "$dir/notify" "$dir/ready" 3>&- &
+	wpid=$!
+	until [ -S "$dir/notify" ]; do
+		kill -0 "$wpid" 2>/dev/null || { rm -rf "$dir"; return 1; }
+		sleep 0.01
+	done
+	NOTIFY_SOCKET=$dir/notify "$MODSIGND" "$@" 2>>"$log" 3>&- &
+	MODSIGND_PID=$!
+	end=$(($(date +%s) + ${MODSIGND_START_TIMEOUT:-60}))
+	until [ -e "$dir/ready" ]; do
+		if ! kill -0 "$MODSIGND_PID" 2>/dev/null || [ "$(date +%s)" -gt "$end" ]; then
+			kill "$wpid" 2>/dev/null
+			wait "$wpid" 2>/dev/null
+			rm -rf "$dir"
+			echo "modsignd did not start:" >&2
+			tail -n 5 "$log" >&2
+			return 1
+		fi
+		sleep 0.02
+	done
+	wait "$wpid" 2>/dev/null
+	rm -rf "$dir"
+}
+
+# start_daemon SOCK ARGS...: modsignd on unix:SOCK with ARGS, logging to
+# $T/modsignd.log; sets DAEMON_PID and adds it to DAEMON_PIDS, which the
+# caller's cleanup stops.
+start_daemon() {
+	local sock=$1
+	shift
+	modsignd_start "$T/modsignd.log" --listen "unix:$sock" "$@" || return 1
+	DAEMON_PID=$MODSIGND_PID
+	DAEMON_PIDS+=("$MODSIGND_PID")
+}
+
+# A copy of the client (and the full client it hands over to) that other
+# users can run: the checkout may sit in a directory only its owner can
+# enter, such as a fresh clone under mktemp -d.
+nobody_client() {
+	if [ ! -x "$T/bin/modsign-client" ]; then
+		mkdir -p "$T/bin"
+		cp "$CLIENT" "$T/bin/modsign-client"
+		cp "$(dirname "$CLIENT")/modsign-client-full" "$T/bin/modsign-client-full"
+		chmod 755 "$T/bin" "$T/bin/modsign-client" "$T/bin/modsign-client-full"
+	fi
+	echo "$T/bin/modsign-client"
+}
+
+# TLS material in the current directory: NAME.key and NAME.crt.
+pki() { # NAME: a self-signed CA
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+		-subj "/CN=$1" -keyout "$1.key" -out "$1.crt" 2>/dev/null
+}
+issue() { # NAME CA [EXTRA openssl-x509 ARGS]: a certificate for CN=NAME from CA
+	local name=$1 ca=$2
+	shift 2
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$name" \
+		-keyout "$name.key" -out "$name.csr" 2>/dev/null
+	openssl x509 -req -in "$name.csr" -CA "$ca.crt" -CAkey "$ca.key" -CAcreateserial \
+		-days 30 -out "$name.crt" "$@" 2>/dev/null
+}
+
+# eventually SECS COMMAND...: succeeds as soon as COMMAND does, retrying
+# every 0.1 s for up to SECS seconds; for what the daemon does
+# asynchronously (a SIGHUP, a slot freed), which a fixed sleep only
+# usually waits long enough for.
+eventually() {
+	local end=$(($(date +%s%N) / 1000000 + $1 * 1000))
+	shift
+	until "$@"; do
+		[ $(($(date +%s%N) / 1000000)) -lt "$end" ] || return 1
+		sleep 0.1
+	done
+}
+
+# free_port: a TCP port on 127.0.0.1 that nothing listens on, below the
+# kernel's ephemeral range (so that no outgoing connection takes it).
+free_port() {
+	local lo p
+	lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range)
+	for _ in $(seq 1 50); do
+		p=$((10000 + RANDOM % (lo - 10000)))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+# wait_port PORT: until something listens on 127.0.0.1:PORT and $DAEMON_PID
+# lives; fails after 5 s or if the daemon died (say, the port was taken).
+wait_port() {
+	for _ in $(seq 1 100); do
+		kill -0 "$DAEMON_PID" 2>/dev/null || return 1
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+stop_daemon() {
+	kill "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+}
+
+# A PEM file with a private key and its certificate, as certs/signing_key.pem.
+make_pem_key() { # FILE ALG(rsa:2048|rsa:4096-4p|ec:secp384r1) [CN]
+	local f=$1 alg=$2 cn=${3:-modsign test key} opt
+	case $alg in
+	rsa:*-*p)
+		local n=${alg##*-}
+		opt=(-newkey "${alg%-*}" -pkeyopt "rsa_keygen_primes:${n%p}")
+		;;
+	rsa:*) opt=(-newkey "$alg") ;;
+	ec:*) opt=(-newkey ec -pkeyopt "ec_paramgen_curve:${alg#ec:}") ;;
+	esac
+	sed -e "s/@BITS@/2048/; s/@DAYS@/3650/; s/@HASH@/sha256/; s/@ORGANIZATION@/modsign tests/" \
+	    -e "s/@COMMON_NAME@/$cn/; s/@EMAIL@//" -e '/^[A-Za-z]* = $/d' \
+	    "$REPO/keygen/x509.genkey.in" >"$f.genkey"
+	openssl req -new -nodes -utf8 -x509 -batch -config "$f.genkey" "${opt[@]}" \
+		-keyout "$f" -out "$f.crt" 2>/dev/null || return 1
+	cat "$f.crt" >>"$f"
+	chmod 600 "$f"
+}
+
+# Real modules from Debian's linux-image package (tests/fixtures.sh).
+real_modules() { # COUNT
+	find "$FIX/modules" -name '*.ko' | sort | head -n "$1"
+}
+
+sha() { sha256sum "$1" | cut -d' ' -f1; }
+
+# The PKCS#7 in a signed module, and the module without it.
+split_module() { # MOD OUT_BODY OUT_SIG
+	python3 - "$@" <<'PY'
+import struct, sys
+d = open(sys.argv[1], 'rb').read()
+magic = b"~Module signature appended~\n"
+assert d.endswith(magic), "not signed"
+n = struct.unpack(">I", d[-len(magic)-4:-len(magic)])[0]
+end = len(d) - len(magic) - 12
+open(sys.argv[2], 'wb').write(d[:end - n])
+open(sys.argv[3], 'wb').write(d[end - n:end])
+PY
+}
+
+flip_byte() { # FILE OFFSET (negative: from the end)
+	python3 - "$1" "$2" <<'PY'
+import sys
+f, off = sys.argv[1], int(sys.argv[2])
+d = bytearray(open(f, 'rb').read())
+d[off] ^= 0x01
+open(f, 'wb').write(d)
+PY
+}
