@@ -223,7 +223,25 @@ int secret_file_open(const char *path, struct stat *ret_st)
 		return -EINVAL;
 	if (ret_st->st_mode & (S_IRWXG | S_IRWXO))
 		return -EPERM;
+	if (ret_st->st_uid != 0 && ret_st->st_uid != geteuid())
+		return -EPERM;
 	return TAKE_FD(fd);
+}
+
+const char *secret_file_refusal(int r, const struct stat *st)
+{
+	switch (r) {
+	case -ELOOP:
+		return "a symbolic link: name the file itself";
+	case -EINVAL:
+		return "not a regular file";
+	case -EPERM:
+		return st->st_mode & (S_IRWXG | S_IRWXO) ?
+			       "group or others may read or write it (chmod 0600)" :
+			       "owned by neither root nor the daemon's own user (chown it)";
+	default:
+		return NULL;
+	}
 }
 
 int secret_file_read(const char *path, size_t max, struct stat *ret_st,
@@ -299,6 +317,16 @@ size_t utf8_seq_len(const char *s)
 		if (u[i] < 0x80 || u[i] > 0xbf)
 			return 0;
 	return n;
+}
+
+uint32_t utf8_code_point(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	uint32_t c = len == 1 ? u[0] : u[0] & (0x7f >> len);
+
+	for (size_t i = 1; i < len; i++)
+		c = c << 6 | (u[i] & 0x3f);
+	return c;
 }
 
 bool utf8_is_valid(const char *s)

@@ -60,6 +60,10 @@ int read_file(const char *path, size_t max, int open_flags, char **ret, size_t *
  */
 size_t utf8_seq_len(const char *s);
 
+/* The code point of the well-formed sequence of @len bytes at @s (@len as
+ * utf8_seq_len() returned it). */
+uint32_t utf8_code_point(const char *s, size_t len);
+
 /* Whether all of the NUL-terminated @s is well-formed UTF-8. */
 bool utf8_is_valid(const char *s);
 
@@ -73,15 +77,21 @@ int utf8_replace_invalid(const char *s, char **ret);
 
 /*
  * Open @path, a file that holds a secret (a private key, a PIN), for
- * reading: not through a symlink, a regular file, and neither group nor
- * others may read or write it.  The mode is taken from the opened file
- * (fstat), not from a path that can change in between.  Returns the fd;
- * -errno from open or fstat; -EINVAL if it is not a regular file; -EPERM
- * if its mode is too open.  *@ret_st is filled whenever fstat succeeded,
+ * reading: not through a symlink, a regular file, neither group nor others
+ * may read or write it, and it is owned by root or by the daemon's own
+ * user (whoever owns it may chmod it, and read it).  Mode and owner are
+ * taken from the opened file (fstat), not from a path that can change in
+ * between.  Returns the fd; -errno from open or fstat (-ELOOP: a symlink);
+ * -EINVAL if it is not a regular file; -EPERM if its mode is too open or
+ * its owner someone else.  *@ret_st is filled whenever fstat succeeded,
  * so that the caller can name the mode.  The one check for every secret
  * file the daemon reads: keys, the TLS key, the PKCS#11 PIN.
  */
 int secret_file_open(const char *path, struct stat *ret_st);
+/* Why secret_file_open() or secret_file_read() refused a file, for a
+ * message "PATH: WHY", from its return @r and the *@st it filled; NULL if
+ * @r is not one of its own refusals (open's or read's errors). */
+const char *secret_file_refusal(int r, const struct stat *st);
 /*
  * Read all of such a file, at most @max bytes, into a new buffer that the
  * caller wipes (memzero_explicit) and frees.  Errors as secret_file_open(),
@@ -89,7 +99,6 @@ int secret_file_open(const char *path, struct stat *ret_st);
  */
 int secret_file_read(const char *path, size_t max, struct stat *ret_st,
 		     uint8_t **ret, size_t *ret_len);
-#define SECRET_FILE_TOO_OPEN "group or others may read or write it (chmod 0600)"
 
 /* Parse a decimal unsigned int with a maximum; -EINVAL / -ERANGE. */
 int parse_uint(const char *s, unsigned long max, unsigned long *ret);

@@ -64,6 +64,11 @@ static int open_dir(const char *path, char *name, size_t size)
 	return fd < 0 ? -errno : fd;
 }
 
+/* How a module is opened: O_NONBLOCK so that a FIFO (or a device) put at
+ * its name is refused as "not a regular file" instead of hanging the open
+ * for ever; it changes nothing for the regular file that is read. */
+#define MODFILE_OPEN_FLAGS (O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)
+
 /* In place: the directory, then the module in it, never through a link. */
 static int open_in_dir(const char *path, struct modfile *m)
 {
@@ -71,7 +76,7 @@ static int open_in_dir(const char *path, struct modfile *m)
 
 	if (dfd < 0)
 		return dfd;
-	fd = openat(dfd, m->name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+	fd = openat(dfd, m->name, MODFILE_OPEN_FLAGS | O_NOFOLLOW);
 	if (fd < 0) {
 		fd = -errno;
 		close(dfd);
@@ -94,7 +99,7 @@ int modfile_open(const char *path, bool for_write, struct modfile *ret,
 	*ret_err = NULL;
 	if (for_write)
 		ret->fd = open_in_dir(path, ret);
-	else if ((ret->fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY)) < 0)
+	else if ((ret->fd = open(path, MODFILE_OPEN_FLAGS)) < 0)
 		ret->fd = -errno;
 	if (ret->fd < 0) {
 		r = ret->fd;

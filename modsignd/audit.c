@@ -375,6 +375,14 @@ bool audit_unauth_refusal(struct audit *a, const struct audit_event *e)
 	struct refusals *f = refusals_slot(a, source, reason);
 	bool shared = f == &a->refusals[AUDIT_REFUSAL_SOURCES];
 
+	/* A name the CA vouched for (a certificate that verified, refused by
+	 * the policy) is never folded into the shared entry, where junk
+	 * from 65 addresses would hide it: past the table it is recorded in
+	 * full.  There are only as many such names as the CA issued. */
+	if (shared && e->peer->cn[0]) {
+		audit_record(a, e);
+		return true;
+	}
 	if (f->used && now - f->start_ms >= AUDIT_REFUSAL_INTERVAL_S * 1000ull)
 		refusals_end(a, f);
 	if (f->used) {

@@ -73,9 +73,11 @@ int audit_record(struct audit *a, const struct audit_event *e);
  * AUDIT_REFUSAL_INTERVAL_S seconds are only counted, and one summary
  * record (result the reason, "summary":true, "count", "first", "last")
  * follows when the interval is over.  Sources past AUDIT_REFUSAL_SOURCES
- * share one entry, identity "*".  Returns true when @e was recorded in
- * full, false when it was only counted: the caller logs its own line only
- * in the first case, so that the journal is bounded as the file is.
+ * share one entry, identity "*", but for names from a certificate that
+ * verified (@e->peer->cn), which are then recorded in full.  Returns true
+ * when @e was recorded in full, false when it was only counted: the caller
+ * logs its own line only in the first case, so that the journal is bounded
+ * as the file is.
  */
 bool audit_unauth_refusal(struct audit *a, const struct audit_event *e);
 

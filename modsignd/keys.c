@@ -68,15 +68,19 @@ static int no_passphrase(char *buf _unused_, int size _unused_,
 static const char *key_file_why(int err, const char *path, const struct stat *st,
 			 char *buf, size_t size)
 {
-	if (err == -EPERM)
-		snprintf(buf, size, "%s: mode %04o: " SECRET_FILE_TOO_OPEN, path,
-			 (unsigned)(st->st_mode & 07777));
-	else if (err == -EINVAL)
-		snprintf(buf, size, "%s: not a regular file", path);
+	const char *why = secret_file_refusal(err, st);
+
+	if (err == -EPERM && (st->st_mode & (S_IRWXG | S_IRWXO)))
+		snprintf(buf, size, "%s: mode %04o: %s", path,
+			 (unsigned)(st->st_mode & 07777), why);
+	else if (err == -EPERM)
+		snprintf(buf, size, "%s: owner uid %u: %s", path, (unsigned)st->st_uid, why);
+	else if (why)
+		snprintf(buf, size, "%s: %s", path, why);
 	else if (err == -EFBIG)
 		snprintf(buf, size, "%s: too large for a key file", path);
 	else
-		snprintf(buf, size, "%s: cannot read", path);
+		snprintf(buf, size, "%s: cannot read: %s", path, strerror(-err));
 	return buf;
 }
 
@@ -203,38 +207,71 @@ static int key_describe(struct key *k, const char **ret_err)
 	return cert_key_alg(k->pkey, k->alg, sizeof(k->alg));
 }
 
-int keystore_check_file(const char *spec, char *why, size_t why_size)
+/* The NAME of NAME=SOURCE: its length, or -EINVAL and why not. */
+static int spec_name_len(const char *spec, const char **ret_err)
 {
-	const char *eq = strchr(spec, '='), *src = eq ? eq + 1 : "";
+	const char *eq = strchr(spec, '=');
+
+	if (!eq || !valid_name(spec, (size_t)(eq - spec)))
+		return (*ret_err = "expected NAME=SOURCE with NAME of [A-Za-z0-9._-]"),
+		       -EINVAL;
+	return (int)(eq - spec);
+}
+
+static bool is_file_source(const char *src)
+{
+	return strcmp(src, "ephemeral") != 0 && strncmp(src, "ephemeral:", 10) != 0 &&
+	       !pkcs11_is_uri(src);
+}
+
+static int check_spec(const char *const *specs, size_t i, char *why, size_t why_size)
+{
+	const char *err;
 	EVP_PKEY *pkey = NULL;
 	X509 *cert = NULL;
-	int r;
+	int len = spec_name_len(specs[i], &err), r;
 
-	if (!eq || strcmp(src, "ephemeral") == 0 || strncmp(src, "ephemeral:", 10) == 0 ||
-	    pkcs11_is_uri(src))
+	if (len < 0)
+		return snprintf(why, why_size, "%s", err), len;
+	for (size_t j = 0; j < i; j++)
+		if (strncmp(specs[j], specs[i], (size_t)len + 1) == 0)
+			return snprintf(why, why_size, "duplicate key name"), -EEXIST;
+	if (!is_file_source(specs[i] + len + 1))
 		return 0;
-	r = key_pem_read(src, &pkey, &cert, why, why_size);
+	r = key_pem_read(specs[i] + len + 1, &pkey, &cert, why, why_size);
 	EVP_PKEY_free(pkey);
 	X509_free(cert);
 	return r;
 }
 
+int keystore_check(const char *const *specs, size_t n, char *why, size_t why_size,
+		   size_t *ret_bad)
+{
+	for (size_t i = 0; i < n; i++) {
+		int r = check_spec(specs, i, why, why_size);
+
+		if (r < 0)
+			return (*ret_bad = i), r;
+	}
+	return 0;
+}
+
 int keystore_add(struct keystore *ks, const char *spec,
 		 const struct certgen_params *gen, const char **ret_err)
 {
-	const char *eq = strchr(spec, '='), *src;
+	const char *src;
 	struct key *k;
-	int r;
+	int len, r;
 
 	*ret_err = NULL;
-	if (!eq || !valid_name(spec, (size_t)(eq - spec)))
-		return (*ret_err = "expected NAME=SOURCE with NAME of [A-Za-z0-9._-]"),
-		       -EINVAL;
+	len = spec_name_len(spec, ret_err);
+	if (len < 0)
+		return len;
 	if (ks->n >= KEYS_MAX)
 		return (*ret_err = "too many keys"), -E2BIG;
-	src = eq + 1;
+	src = spec + len + 1;
 	k = calloc(1, sizeof(*k));
-	if (!k || !(k->name = strndup(spec, (size_t)(eq - spec)))) {
+	if (!k || !(k->name = strndup(spec, (size_t)len))) {
 		free(k);
 		return -ENOMEM;
 	}

@@ -77,10 +77,13 @@ int key_pem_read(const char *path, EVP_PKEY **ret_key, X509 **ret_cert,
 		 char *why, size_t why_size);
 
 /*
- * For --check-config: if @spec names a key file, read it as keystore_add()
- * would (key_pem_read()) and forget it; 0 for other sources.
+ * For --check-config: check @specs as keystore_add() would, without making
+ * one-time keys or opening tokens: each NAME valid and used once, each key
+ * file read (key_pem_read()) and forgotten.  Returns 0, or -errno with the
+ * reason in @why and the index of the first bad spec in *@ret_bad.
  */
-int keystore_check_file(const char *spec, char *why, size_t why_size);
+int keystore_check(const char *const *specs, size_t n, char *why, size_t why_size,
+		   size_t *ret_bad);
 
 int keystore_add(struct keystore *ks, const char *spec,
 		 const struct certgen_params *gen, const char **ret_err);

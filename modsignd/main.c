@@ -43,14 +43,12 @@ static int key_label_len(const char *spec)
 static int check_key_files(const struct options *o)
 {
 	char why[PATH_MAX + 128];
+	size_t bad;
+	int r = keystore_check(o->keys, o->n_keys, why, sizeof(why), &bad);
 
-	for (size_t i = 0; i < o->n_keys; i++) {
-		int r = keystore_check_file(o->keys[i], why, sizeof(why));
-
-		if (r < 0)
-			return log_error_errno(r, "key %.*s: %s: %m",
-					       key_label_len(o->keys[i]), o->keys[i], why);
-	}
+	if (r < 0)
+		return log_error_errno(r, "key %.*s: %s: %m", key_label_len(o->keys[bad]),
+				       o->keys[bad], why);
 	return 0;
 }
 

@@ -272,11 +272,8 @@ static int pin_read(const char *path, char *pin, struct stat *ret_st,
 	ssize_t n;
 
 	fd = secret_file_open(path, &st);
-	if (fd == -EINVAL)
-		return (*ret_err = "the PIN file is not a regular file"), fd;
-	if (fd == -EPERM)
-		return (*ret_err = "the PIN file is readable or writable by group or others "
-				   "(chmod 0600)"), fd;
+	if (fd < 0 && secret_file_refusal(fd, &st))
+		return (*ret_err = secret_file_refusal(fd, &st)), fd;
 	if (fd < 0)
 		return (*ret_err = "cannot open the PIN file"), fd;
 	n = read_full(fd, pin, PKCS11_MAX_PIN + 1);

@@ -806,30 +806,53 @@ static struct conn *handshake_victim(const struct listener *l)
 	return victim;
 }
 
+/* The handshake from @src to drop: its oldest that has not sent a byte of
+ * handshake yet, or else its oldest (the list is in order of arrival).  A
+ * client sends its ClientHello as it connects; a silent socket is the
+ * cheapest thing to hold, and would otherwise, reopened as it is dropped,
+ * push a real client's handshake out. */
+static struct conn *oldest_from(const struct listener *l, const struct source *src)
+{
+	struct conn *oldest = NULL;
+
+	for (struct conn *c = l->hs_first; c; c = c->hs_next) {
+		if (!source_eq(&c->source, src))
+			continue;
+		if (SSL_in_before(c->ssl))
+			return c;
+		if (!oldest)
+			oldest = c;
+	}
+	return oldest;
+}
+
 /*
- * Make room for a handshake from @src, or say there is none for it.  An
- * unauthenticated peer costs a debug line and a counter, no more: it can
- * open connections faster than a log should grow.
+ * Make room for a handshake from @src.  A source over its share loses one
+ * of its own (oldest_from()), not the newcomer: refusing newcomers let 32
+ * silent sockets, reopened as they time out, lock out every client behind
+ * the same address (a NAT, a /64, localhost).  An unauthenticated peer costs a debug line and a counter, no
+ * more: it can open connections faster than a log should grow.
  */
-static int handshake_budget(struct server *s, struct listener *l,
-			    const struct source *src, const char *desc)
+static void handshake_budget(struct server *s, struct listener *l,
+			     const struct source *src)
 {
 	struct conn *victim;
 
 	if (handshakes_from(l, src) >= s->cfg.max_handshakes_per_source) {
+		victim = oldest_from(l, src);
 		log_debug("%s: closed: %u TLS handshakes from this source in progress",
-			  desc, s->cfg.max_handshakes_per_source);
+			  victim->peer.desc, s->cfg.max_handshakes_per_source);
 		s->dropped.source_budget++;
-		return -EAGAIN;
+		conn_close(s, victim);
+		return;
 	}
 	if (l->n_handshakes < s->cfg.max_handshakes)
-		return 0;
+		return;
 	victim = handshake_victim(l);
 	log_debug("%s: closed: %u TLS handshakes in progress, making room",
 		  victim->peer.desc, s->cfg.max_handshakes);
 	s->dropped.listener_budget++;
 	conn_close(s, victim);
-	return 0;
 }
 
 static int conn_start_tls(struct server *s, struct listener *l, struct conn *c)
@@ -854,10 +877,7 @@ static int admit(struct server *s, struct listener *l, int fd,
 	if (l->tls) {
 		peer_from_address(fd, peer);
 		source_of(sa, src);
-		if (handshake_budget(s, l, src, peer->desc) < 0) {
-			close(fd);
-			return -EAGAIN;
-		}
+		handshake_budget(s, l, src);
 		return 0;
 	}
 	if (admit_unix(s, fd, peer) < 0)

@@ -105,41 +105,27 @@ fail:
 }
 
 /*
- * The length of the UTF-8 sequence at @s (of @n bytes) if it is a
- * character fit for a name that reaches policy, logs and the audit log, or
- * 0: no C0 or C1 control, DEL, or bidirectional formatting character (the
- * marks, embeddings, overrides and isolates that make "cn:a\u202Eb" print
- * as something else), and only well-formed, shortest-form UTF-8.
+ * Whether code point @c may be in a name that reaches policy, logs and the
+ * audit log: no C0 or C1 control or DEL; no bidirectional formatting
+ * character (the marks, embeddings, overrides and isolates that make
+ * "cn:a\u202Eb" print as something else); no invisible character or
+ * line break that makes two different names look alike (zero-width
+ * space, joiners, word joiner, line and paragraph separators, BOM).
  */
-static size_t name_char(const unsigned char *s, size_t n)
+static bool name_code_point_ok(uint32_t c)
 {
-	uint32_t c;
-	size_t len, i;
-
-	if (s[0] < 0x80)
-		return s[0] >= 0x20 && s[0] != 0x7f;
-	len = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
-	if (s[0] >= 0xf8 || len == 0 || len > n)
-		return 0;
-	c = s[0] & (0x7f >> len);
-	for (i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	if ((len == 3 && c < 0x800) || (len == 4 && (c < 0x10000 || c > 0x10ffff)) ||
-	    (c >= 0xd800 && c <= 0xdfff))
-		return 0;
-	if (c <= 0x9f || c == 0x61c || c == 0x200e || c == 0x200f ||
-	    (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069))
-		return 0;
-	return len;
+	return c >= 0x20 && !(c >= 0x7f && c <= 0x9f) && c != 0x61c &&
+	       !(c >= 0x200b && c <= 0x200f) && !(c >= 0x2028 && c <= 0x202e) &&
+	       !(c >= 0x2060 && c <= 0x2069) && c != 0xfeff;
 }
 
 int tls_name_ok(const char *s, size_t n)
 {
+	if (strnlen(s, n) != n)
+		return 0; /* a NUL inside */
 	for (size_t i = 0, l; i < n; i += l)
-		if (!(l = name_char((const unsigned char *)s + i, n - i)))
+		if (!(l = utf8_seq_len(s + i)) ||
+		    !name_code_point_ok(utf8_code_point(s + i, l)))
 			return 0;
 	return 1;
 }

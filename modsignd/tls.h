@@ -32,7 +32,9 @@ int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, char *why, size_t w
  */
 int tls_check_client_leaf(X509 *x);
 
-/* Whether the UTF-8 @s of @n bytes is fit for a name (see tls_peer_cn). */
+/* Whether the @n bytes at @s, NUL-terminated after them, are well-formed
+ * UTF-8 (lib/util.h: utf8_seq_len) of characters fit for a name: see
+ * tls_peer_cn(). */
 int tls_name_ok(const char *s, size_t n);
 
 /*
