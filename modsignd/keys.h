@@ -63,25 +63,16 @@ struct keystore {
 const char *key_backend_name(enum key_backend b);
 
 /*
+ * For --check-config: if @spec names a key file, read it as keystore_add()
+ * would (keyfile_read()) and forget it; 0 for other sources.
+ */
+int keystore_check_file(const char *spec, char *why, size_t why_size);
+
+/*
  * Add a key from a --key specification, NAME=ephemeral[:ALG], NAME=PATH
  * or NAME=pkcs11:URI.  On failure returns a negative errno and sets
  * *@ret_err to a static description of what was wrong (or NULL).
  */
-/*
- * Read a PEM private key, and with @ret_cert its certificate, from @path,
- * a secret file (secret_file_open(): a mode open to group or others is
- * refused).  The buffer that held the PEM is wiped.  On failure returns a
- * negative errno and puts a line naming @path and the reason in @why.
- */
-int key_pem_read(const char *path, EVP_PKEY **ret_key, X509 **ret_cert,
-		 char *why, size_t why_size);
-
-/*
- * For --check-config: if @spec names a key file, read it as keystore_add()
- * would (key_pem_read()) and forget it; 0 for other sources.
- */
-int keystore_check_file(const char *spec, char *why, size_t why_size);
-
 int keystore_add(struct keystore *ks, const char *spec,
 		 const struct certgen_params *gen, const char **ret_err);
 
