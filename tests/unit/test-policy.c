@@ -40,7 +40,8 @@ static struct peer unix_peer(uid_t uid, gid_t gid, const gid_t *groups, size_t n
 {
 	struct peer p = { .uid = uid, .gid = gid, .n_groups = n };
 
-	memcpy(p.groups, groups, n * sizeof(gid_t));
+	if (n)
+		memcpy(p.groups, groups, n * sizeof(gid_t));
 	snprintf(p.identity, sizeof(p.identity), "uid:%u", (unsigned)uid);
 	return p;
 }
