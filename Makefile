@@ -107,9 +107,18 @@ $(B)/genkey_template.c: keygen/x509.genkey.in
 $(B)/obj/genkey_template.o: $(B)/genkey_template.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
+# A unit test is its .c file, the daemon or client objects it tests (named
+# below; linked whole, before the library they use) and the library.
 $(B)/tests/%: tests/unit/%.c $(B)/libmodsign.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(ALL_CFLAGS) -Imodsignd -Imodsign-client $(ALL_LDFLAGS) -o $@ \
+		$(filter-out %.a,$^) $(filter %.a,$^) $(LIBS) -lpthread
+$(B)/tests/test-policy: $(B)/obj/modsignd/policy.o
+$(B)/tests/test-options: $(B)/obj/modsignd/options.o $(B)/obj/modsignd/policy.o \
+			 $(B)/obj/modsignd/log.o
+$(B)/tests/test-modfile: $(B)/obj/modsign-client/modfile.o
+# request.o's reply builders describe keys: the keystore comes whole.
+$(B)/tests/test-request: $(filter-out $(B)/obj/modsignd/main.o,$(DAEMON_OBJ))
 
 # test-digest again, against the lean client's hashing.
 $(B)/tests/test-digest-lowlevel: tests/unit/test-digest.c $(B)/obj/lean/digest-lowlevel.o $(B)/libmodsign.a

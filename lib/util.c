@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -268,6 +269,35 @@ int secret_file_read(const char *path, size_t max, struct stat *ret_st,
 	}
 	*ret = buf;
 	*ret_len = (size_t)n;
+	return 0;
+}
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int split_host_port(char *hp, char **ret_host, char **ret_port)
+{
+	char *colon = strrchr(hp, ':');
+	size_t n;
+
+	if (!colon || !colon[1])
+		return -EINVAL;
+	n = (size_t)(colon - hp);
+	if (hp[0] == '[') {
+		/* "[", an address of at least one character, "]" */
+		if (n < 3 || hp[n - 1] != ']')
+			return -EINVAL;
+		hp[n - 1] = '\0';
+		hp++;
+	}
+	*colon = '\0';
+	*ret_host = hp;
+	*ret_port = colon + 1;
 	return 0;
 }
 

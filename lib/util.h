@@ -100,6 +100,24 @@ const char *secret_file_refusal(int r, const struct stat *st);
 int secret_file_read(const char *path, size_t max, struct stat *ret_st,
 		     uint8_t **ret, size_t *ret_len);
 
+/*
+ * Milliseconds of CLOCK_MONOTONIC, from an arbitrary start: for deadlines
+ * and intervals, which must not jump when the wall clock is set; never a
+ * timestamp.  Cannot fail.
+ */
+uint64_t now_ms(void);
+
+/*
+ * Split @hp, "HOST:PORT", "[V6ADDR]:PORT" or ":PORT", in place at its last
+ * ':' into *@ret_host (the brackets removed; "" for ":PORT", which a
+ * listener takes as every address and a client refuses) and *@ret_port,
+ * both pointing into @hp.  -EINVAL, with @hp untouched, when there is no
+ * ':', the port is empty, or a host that opens with '[' is not one
+ * bracketed address ("[::1]" without a port is such).  The port is not
+ * otherwise checked: getaddrinfo() takes numbers and service names.
+ */
+int split_host_port(char *hp, char **ret_host, char **ret_port);
+
 /* Parse a decimal unsigned int with a maximum; -EINVAL / -ERANGE. */
 int parse_uint(const char *s, unsigned long max, unsigned long *ret);
 

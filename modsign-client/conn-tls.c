@@ -23,23 +23,6 @@ struct tls_state {
 	SSL *ssl;
 };
 
-/* "HOST:PORT" or "[V6]:PORT" into host and port, in place. */
-static int split_host_port(char *hp, char **ret_host, char **ret_port)
-{
-	char *port = strrchr(hp, ':');
-
-	if (!port || !port[1] || port == hp)
-		return -EINVAL;
-	*port++ = '\0';
-	if (hp[0] == '[' && hp[strlen(hp) - 1] == ']') {
-		hp[strlen(hp) - 1] = '\0';
-		hp++;
-	}
-	*ret_host = hp;
-	*ret_port = port;
-	return 0;
-}
-
 static int connect_tcp(const char *host, const char *port)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL, *a;
@@ -163,7 +146,8 @@ int conn_open_tls(struct conn *c, const char *host_port, const struct conn_tls *
 
 	if (!hp)
 		return -ENOMEM;
-	if (split_host_port(hp, &host, &port) < 0)
+	/* A client names the server: ":PORT" is no address to connect to. */
+	if (split_host_port(hp, &host, &port) < 0 || !*host)
 		return (*ret_err = "expected tls:HOST:PORT"), -EINVAL;
 	t = calloc(1, sizeof(*t));
 	if (!t)

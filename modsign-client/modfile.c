@@ -266,24 +266,16 @@ _printf_(3, 4) static int say(struct modfile *m, int r, const char *fmt, ...)
 	return r;
 }
 
-static long long ms_now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-/* flock(LOCK_EX), but -EBUSY once @deadline (ms_now()) has passed: a
+/* flock(LOCK_EX), but -EBUSY once @deadline (now_ms()) has passed: a
  * writer stopped while holding it must not stop us for ever. */
-static int lock_until(int fd, long long deadline)
+static int lock_until(int fd, uint64_t deadline)
 {
 	for (long ms = 1;; ms = ms < 64 ? ms * 2 : ms) {
 		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
 			return 0;
 		if (errno != EWOULDBLOCK && errno != EINTR)
 			return -errno;
-		if (ms_now() >= deadline)
+		if (now_ms() >= deadline)
 			return -EBUSY;
 		nanosleep(&(struct timespec){ .tv_nsec = ms * 1000000 }, NULL);
 	}
@@ -303,7 +295,7 @@ static bool ours(const struct modfile *m, uid_t uid)
  * not ours to remove or to wait for.  Opened without following a link and
  * without blocking, so that a FIFO or a lease cannot hold us either.
  */
-static int clear_temp(struct modfile *m, const char *tmp, long long deadline)
+static int clear_temp(struct modfile *m, const char *tmp, uint64_t deadline)
 {
 	_cleanup_(closep) int other = -1;
 	struct stat held, now;
@@ -358,7 +350,7 @@ static int link_fd(int fd, int dirfd, const char *tmp)
  */
 static int link_temp(struct modfile *m, char *tmp, size_t size)
 {
-	long long deadline = ms_now() + MODFILE_TEMP_WAIT_MS;
+	uint64_t deadline = now_ms() + MODFILE_TEMP_WAIT_MS;
 	int r;
 
 	if ((size_t)snprintf(tmp, size, ".%s.modsign-tmp", m->name) >= size)

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "certfp.h"
@@ -164,15 +163,13 @@ static void item_finish(const struct sign_opts *o, struct item *it,
 struct progress {
 	bool on;
 	size_t total, done;
-	struct timespec start, last;
+	uint64_t start_ms, last_ms; /* now_ms() */
 };
 
-static double since(const struct timespec *t)
+/* Seconds since @ms (now_ms()). */
+static double since(uint64_t ms)
 {
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (double)(now.tv_sec - t->tv_sec) + (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+	return (double)(now_ms() - ms) / 1000;
 }
 
 static void progress_step(struct progress *p)
@@ -180,10 +177,10 @@ static void progress_step(struct progress *p)
 	double el, rate;
 
 	p->done++;
-	if (!p->on || (since(&p->last) < 0.1 && p->done < p->total))
+	if (!p->on || (since(p->last_ms) < 0.1 && p->done < p->total))
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &p->last);
-	el = since(&p->start);
+	p->last_ms = now_ms();
+	el = since(p->start_ms);
 	rate = el > 0 ? (double)p->done / el : 0;
 	fprintf(stderr, "\r\033[Ksigned %zu/%zu  %.0f/s  %.0f s left", p->done, p->total,
 		rate, rate > 0 ? (double)(p->total - p->done) / rate : 0.0);
@@ -199,7 +196,7 @@ static size_t sign_items(struct conn *c, const struct sign_opts *o,
 	struct progress prog = { .on = n > 1 && isatty(STDERR_FILENO), .total = n };
 	int r = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &prog.start);
+	prog.start_ms = now_ms();
 	while (r >= 0 && (next < n || inflight > 0)) {
 		_cleanup_(json_object_putp) json_object *reply = NULL;
 		uint64_t id;

@@ -50,14 +50,6 @@ struct audit {
 	struct refusals refusals[AUDIT_REFUSAL_SOURCES + 1];
 };
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void now_rfc3339(char *buf, size_t size)
 {
 	struct timespec ts;
@@ -370,7 +362,7 @@ static void refusals_end(struct audit *a, struct refusals *f)
 
 bool audit_unauth_refusal(struct audit *a, const struct audit_event *e)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = now_ms();
 	const char *source = e->peer->identity, *reason = e->result;
 	struct refusals *f = refusals_slot(a, source, reason);
 	bool shared = f == &a->refusals[AUDIT_REFUSAL_SOURCES];
@@ -403,7 +395,7 @@ bool audit_unauth_refusal(struct audit *a, const struct audit_event *e)
 
 void audit_tick(struct audit *a)
 {
-	uint64_t now = mono_ms();
+	uint64_t now = now_ms();
 
 	for (size_t i = 0; i <= AUDIT_REFUSAL_SOURCES; i++) {
 		struct refusals *f = &a->refusals[i];

@@ -8,14 +8,13 @@
 #include <sys/stat.h>
 
 #include "cert.h"
+#include "keyfile.h"
 #include "keys.h"
 #include "pkcs7.h"
 #include "proto.h"
 #include "util.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(BIO *, BIO_free)
-
-#define KEY_FILE_MAX (1024u * 1024)
 
 const char *key_backend_name(enum key_backend b)
 {
@@ -55,65 +54,6 @@ static int valid_name(const char *s, size_t n)
 		    !(s[i] >= '0' && s[i] <= '9') && !strchr("-_.", s[i]))
 			return 0;
 	return 1;
-}
-
-/* A passphrase-protected key cannot be unlocked by a daemon: refuse. */
-static int no_passphrase(char *buf _unused_, int size _unused_,
-			 int rwflag _unused_, void *u _unused_)
-{
-	return -1;
-}
-
-/* The reason a secret file was refused, naming it, into @buf. */
-static const char *key_file_why(int err, const char *path, const struct stat *st,
-			 char *buf, size_t size)
-{
-	const char *why = secret_file_refusal(err, st);
-
-	if (err == -EPERM && (st->st_mode & (S_IRWXG | S_IRWXO)))
-		snprintf(buf, size, "%s: mode %04o: %s", path,
-			 (unsigned)(st->st_mode & 07777), why);
-	else if (err == -EPERM)
-		snprintf(buf, size, "%s: owner uid %u: %s", path, (unsigned)st->st_uid, why);
-	else if (why)
-		snprintf(buf, size, "%s: %s", path, why);
-	else if (err == -EFBIG)
-		snprintf(buf, size, "%s: too large for a key file", path);
-	else
-		snprintf(buf, size, "%s: cannot read: %s", path, strerror(-err));
-	return buf;
-}
-
-int key_pem_read(const char *path, EVP_PKEY **ret_key, X509 **ret_cert,
-		 char *why, size_t why_size)
-{
-	_cleanup_(BIO_freep) BIO *b = NULL;
-	struct stat st;
-	uint8_t *buf = NULL;
-	size_t n = 0;
-	int r;
-
-	r = secret_file_read(path, KEY_FILE_MAX, &st, &buf, &n);
-	if (r < 0)
-		return key_file_why(r, path, &st, why, why_size), r;
-	b = BIO_new_mem_buf(buf, (int)n);
-	*ret_key = b ? PEM_read_bio_PrivateKey(b, NULL, no_passphrase, NULL) : NULL;
-	if (!*ret_key) {
-		r = -EBADMSG;
-		snprintf(why, why_size, "%s: no unencrypted private key", path);
-	} else if (ret_cert) {
-		BIO_reset(b);
-		*ret_cert = PEM_read_bio_X509(b, NULL, NULL, NULL);
-		if (!*ret_cert) {
-			EVP_PKEY_free(TAKE_PTR(*ret_key));
-			r = -EBADMSG;
-			snprintf(why, why_size, "%s: no certificate", path);
-		}
-	}
-	memzero_explicit(buf, n);
-	free(buf);
-	ERR_clear_error();
-	return r;
 }
 
 static int make_ephemeral(const char *alg, const struct certgen_params *gen,
@@ -238,7 +178,7 @@ static int check_spec(const char *const *specs, size_t i, char *why, size_t why_
 			return snprintf(why, why_size, "duplicate key name"), -EEXIST;
 	if (!is_file_source(specs[i] + len + 1))
 		return 0;
-	r = key_pem_read(specs[i] + len + 1, &pkey, &cert, why, why_size);
+	r = keyfile_read(specs[i] + len + 1, &pkey, &cert, why, why_size);
 	EVP_PKEY_free(pkey);
 	X509_free(cert);
 	return r;
@@ -288,7 +228,7 @@ int keystore_add(struct keystore *ks, const char *spec,
 		r = open_pkcs11(ks, k, src, ret_err);
 	} else {
 		k->backend = KEY_FILE;
-		r = key_pem_read(src, &k->pkey, &k->cert, ks->why, sizeof(ks->why));
+		r = keyfile_read(src, &k->pkey, &k->cert, ks->why, sizeof(ks->why));
 		if (r < 0)
 			*ret_err = ks->why;
 	}

@@ -63,28 +63,19 @@ struct keystore {
 const char *key_backend_name(enum key_backend b);
 
 /*
- * Add a key from a --key specification, NAME=ephemeral[:ALG], NAME=PATH
- * or NAME=pkcs11:URI.  On failure returns a negative errno and sets
- * *@ret_err to a static description of what was wrong (or NULL).
- */
-/*
- * Read a PEM private key, and with @ret_cert its certificate, from @path,
- * a secret file (secret_file_open(): a mode open to group or others is
- * refused).  The buffer that held the PEM is wiped.  On failure returns a
- * negative errno and puts a line naming @path and the reason in @why.
- */
-int key_pem_read(const char *path, EVP_PKEY **ret_key, X509 **ret_cert,
-		 char *why, size_t why_size);
-
-/*
  * For --check-config: check @specs as keystore_add() would, without making
  * one-time keys or opening tokens: each NAME valid and used once, each key
- * file read (key_pem_read()) and forgotten.  Returns 0, or -errno with the
+ * file read (keyfile_read()) and forgotten.  Returns 0, or -errno with the
  * reason in @why and the index of the first bad spec in *@ret_bad.
  */
 int keystore_check(const char *const *specs, size_t n, char *why, size_t why_size,
 		   size_t *ret_bad);
 
+/*
+ * Add a key from a --key specification, NAME=ephemeral[:ALG], NAME=PATH
+ * or NAME=pkcs11:URI.  On failure returns a negative errno and sets
+ * *@ret_err to a static description of what was wrong (or NULL).
+ */
 int keystore_add(struct keystore *ks, const char *spec,
 		 const struct certgen_params *gen, const char **ret_err);
 

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #include "log.h"
 #include "pkcs11.h"
@@ -71,14 +70,6 @@ struct pkcs11_key {
 };
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(P11KitUri *, p11_kit_uri_free)
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 bool pkcs11_is_uri(const char *spec)
 {

@@ -17,7 +17,6 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <systemd/sd-daemon.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -110,14 +109,6 @@ struct server {
 	uint64_t drain_deadline_ms;
 	uint64_t watchdog_usec;
 };
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static int watch(struct server *s, int fd, uint32_t events, void *ptr)
 {
@@ -1345,22 +1336,17 @@ int server_listen_unix(struct server *s, const char *path)
 /* "HOST:PORT" or "[V6]:PORT" into a bound, listening TCP socket. */
 static int tcp_listen(const char *host_port)
 {
-	_cleanup_(freep) char *host = strdup(host_port);
+	_cleanup_(freep) char *buf = strdup(host_port);
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE };
 	struct addrinfo *ai = NULL;
-	char *port;
+	char *host, *port;
 	int fd = -EADDRNOTAVAIL, one = 1;
 
-	if (!host)
+	if (!buf)
 		return -ENOMEM;
-	port = strrchr(host, ':');
-	if (!port || !port[1])
+	if (split_host_port(buf, &host, &port) < 0)
 		return -EINVAL;
-	*port++ = '\0';
-	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-		host[strlen(host) - 1] = '\0';
-		memmove(host, host + 1, strlen(host));
-	}
+	/* ":PORT": every address */
 	if (getaddrinfo(*host ? host : NULL, port, &hints, &ai) != 0)
 		return -EADDRNOTAVAIL;
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "keyfile.h"
 #include "keys.h"
 #include "tls.h"
 #include "util.h"
@@ -49,11 +50,11 @@ static int verify_cb(int ok, X509_STORE_CTX *ctx)
 	return 1;
 }
 
-/* The server's key, read as every secret file is (keys.h: key_pem_read). */
+/* The server's key, read as every key file is (keyfile.h). */
 static int use_key(SSL_CTX *ctx, const char *path, char *why, size_t why_size)
 {
 	_cleanup_(EVP_PKEY_freep) EVP_PKEY *pkey = NULL;
-	int r = key_pem_read(path, &pkey, NULL, why, why_size);
+	int r = keyfile_read(path, &pkey, NULL, why, why_size);
 
 	if (r < 0)
 		return r;

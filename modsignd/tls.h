@@ -19,7 +19,7 @@ struct tls_config {
 
 /*
  * Returns 0, or a negative errno with a line in @why naming the file at
- * fault and why.  The key is a secret file (keys.h: key_pem_read()).
+ * fault and why.  The key is a secret file (lib/keyfile.h: keyfile_read()).
  * Client certificates must also pass tls_check_client_leaf().
  */
 int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, char *why, size_t why_size);

@@ -1,14 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
-/* hex, base64, parse_uint and the full read/write loops. */
+/* hex, base64, parse_uint, the full read/write loops, now_ms, split_host_port
+ * and keyfile_read. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "keyfile.h"
 #include "unit.h"
 #include "util.h"
 
@@ -235,6 +241,179 @@ static void test_utf8(void)
 		      strcmp(c, "x\xef\xbf\xbd\xef\xbf\xbd") == 0);
 }
 
+static uint64_t clock_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static void test_now_ms(void)
+{
+	uint64_t before = clock_ms(), n = now_ms(), after = clock_ms(), later;
+
+	CHECK("now_ms is CLOCK_MONOTONIC in ms", before <= n && n <= after);
+	nanosleep(&(struct timespec){ .tv_nsec = 20 * 1000000 }, NULL);
+	later = now_ms();
+	CHECK("now_ms counts the time slept", later >= n + 20);
+}
+
+static void test_split_host_port(void)
+{
+	static const struct {
+		const char *in, *host, *port;
+	} ok[] = {
+		{ "localhost:8443", "localhost", "8443" },
+		{ "127.0.0.1:1", "127.0.0.1", "1" },
+		{ "[::1]:8443", "::1", "8443" },
+		{ "[2001:db8::1]:https", "2001:db8::1", "https" },
+		{ ":8443", "", "8443" },
+		{ "::1:8443", "::1", "8443" }, /* unbracketed: the last ':' */
+		{ "[fe80::1%eth0]:9", "fe80::1%eth0", "9" },
+	};
+	static const char *const bad[] = {
+		"localhost", "localhost:", "", ":", "[::1]", "[::1]:", "[]:80", "[::1:80",
+		"[x:80", "[::1]x:80",
+	};
+	char buf[64], name[96], *host, *port;
+
+	for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+		snprintf(buf, sizeof(buf), "%s", ok[i].in);
+		snprintf(name, sizeof(name), "split_host_port \"%s\"", ok[i].in);
+		CHECK(name, split_host_port(buf, &host, &port) == 0 &&
+				    strcmp(host, ok[i].host) == 0 && strcmp(port, ok[i].port) == 0 &&
+				    host >= buf && port < buf + sizeof(buf));
+	}
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		host = port = NULL;
+		snprintf(buf, sizeof(buf), "%s", bad[i]);
+		snprintf(name, sizeof(name), "split_host_port \"%s\" -> EINVAL, untouched", bad[i]);
+		CHECK(name, split_host_port(buf, &host, &port) == -EINVAL &&
+				    strcmp(buf, bad[i]) == 0 && !host && !port);
+	}
+}
+
+/* A one-day self-signed certificate for @key. */
+static X509 *self_signed(EVP_PKEY *key)
+{
+	X509 *x = X509_new();
+
+	if (!x || !X509_set_version(x, 2) || !ASN1_INTEGER_set(X509_get_serialNumber(x), 1) ||
+	    !X509_gmtime_adj(X509_getm_notBefore(x), 0) ||
+	    !X509_gmtime_adj(X509_getm_notAfter(x), 86400) || !X509_set_pubkey(x, key) ||
+	    !X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+					(const unsigned char *)"unit", -1, -1, 0) ||
+	    !X509_set_issuer_name(x, X509_get_subject_name(x)) ||
+	    !X509_sign(x, key, EVP_sha256())) {
+		X509_free(x);
+		return NULL;
+	}
+	return x;
+}
+
+/* Write @key (encrypted with @pass if set) and @cert to @path, mode @mode. */
+static bool write_pem(const char *path, EVP_PKEY *key, X509 *cert, const char *pass,
+		      mode_t mode)
+{
+	FILE *f = fopen(path, "w");
+	bool ok = f && chmod(path, mode) == 0;
+
+	if (ok && key)
+		ok = PEM_write_PrivateKey(f, key, pass ? EVP_aes_128_cbc() : NULL,
+					  (unsigned char *)pass, pass ? (int)strlen(pass) : 0,
+					  NULL, NULL) == 1;
+	if (ok && cert)
+		ok = PEM_write_X509(f, cert) == 1;
+	if (f && fclose(f) != 0)
+		ok = false;
+	return ok;
+}
+
+static void keyfile_refused(const char *name, const char *path, bool with_cert, int want,
+			    const char *why_tail)
+{
+	EVP_PKEY *key = (EVP_PKEY *)1;
+	X509 *cert = (X509 *)1;
+	char why[512] = "", want_why[512];
+	int r = keyfile_read(path, &key, with_cert ? &cert : NULL, why, sizeof(why));
+
+	snprintf(want_why, sizeof(want_why), "%s: %s", path, why_tail);
+	if (!CHECK(name, r == want && strcmp(why, want_why) == 0 && key == (EVP_PKEY *)1 &&
+				 cert == (X509 *)1))
+		printf("#   got %d \"%s\", want %d \"%s\"\n", r, why, want, want_why);
+}
+
+static void test_keyfile(void)
+{
+	char dir[] = "/tmp/modsign-test-keyfile-XXXXXX", path[7][64], why[512];
+	EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256"), *got = NULL;
+	X509 *cert = key ? self_signed(key) : NULL, *got_cert = NULL;
+
+	if (!CHECK("keyfile: key, certificate, directory", key && cert && mkdtemp(dir))) {
+		EVP_PKEY_free(key);
+		X509_free(cert);
+		return;
+	}
+	static const char *const names[] = { "both.pem", "key.pem", "open.pem", "link.pem",
+					     "enc.pem", "big.pem", "none.pem" };
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		snprintf(path[i], sizeof(path[i]), "%s/%s", dir, names[i]);
+	CHECK("keyfile: files written",
+	      write_pem(path[0], key, cert, NULL, 0600) && write_pem(path[1], key, NULL, NULL, 0400) &&
+		      write_pem(path[2], key, cert, NULL, 0640) &&
+		      symlink(path[0], path[3]) == 0 && write_pem(path[4], key, cert, "pw", 0600));
+
+	CHECK_EQ("keyfile_read key and certificate",
+		 keyfile_read(path[0], &got, &got_cert, why, sizeof(why)), 0);
+	CHECK("keyfile_read: the key and its certificate",
+	      got && got_cert && EVP_PKEY_eq(got, key) == 1 &&
+		      X509_check_private_key(got_cert, got) == 1);
+	EVP_PKEY_free(TAKE_PTR(got));
+	X509_free(TAKE_PTR(got_cert));
+	CHECK("keyfile_read key alone, no certificate asked",
+	      keyfile_read(path[1], &got, NULL, why, sizeof(why)) == 0 && got &&
+		      EVP_PKEY_eq(got, key) == 1);
+	EVP_PKEY_free(TAKE_PTR(got));
+
+	keyfile_refused("keyfile_read key alone, certificate asked", path[1], true, -EBADMSG,
+			"no certificate");
+	keyfile_refused("keyfile_read mode 0640", path[2], false, -EPERM,
+			"mode 0640: group or others may read or write it (chmod 0600)");
+	chmod(path[2], 0604);
+	keyfile_refused("keyfile_read mode 0604", path[2], false, -EPERM,
+			"mode 0604: group or others may read or write it (chmod 0600)");
+	keyfile_refused("keyfile_read through a symlink", path[3], false, -ELOOP,
+			"a symbolic link: name the file itself");
+	/* Twin of the mode checks: a 0600 file another user owns. */
+	CHECK("keyfile: owner changed", chown(path[0], 65534, 65534) == 0);
+	keyfile_refused("keyfile_read owned by another user", path[0], false, -EPERM,
+			"owner uid 65534: owned by neither root nor the daemon's own user (chown it)");
+	(void)!chown(path[0], 0, 0);
+	keyfile_refused("keyfile_read encrypted key", path[4], false, -EBADMSG,
+			"no unencrypted private key");
+	keyfile_refused("keyfile_read a directory", dir, false, -EINVAL, "not a regular file");
+	keyfile_refused("keyfile_read missing file", path[6], false, -ENOENT,
+			"cannot read: No such file or directory");
+	int fd = open(path[5], O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	CHECK("keyfile: large file written", fd >= 0 && ftruncate(fd, KEYFILE_MAX + 1) == 0);
+	close(fd);
+	keyfile_refused("keyfile_read over KEYFILE_MAX", path[5], false, -EFBIG,
+			"too large for a key file");
+	(void)!truncate(path[5], 0);
+	keyfile_refused("keyfile_read empty file", path[5], false, -EBADMSG,
+			"no unencrypted private key");
+	write_pem(path[5], NULL, cert, NULL, 0600);
+	keyfile_refused("keyfile_read certificate alone", path[5], true, -EBADMSG,
+			"no unencrypted private key");
+
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		unlink(path[i]);
+	rmdir(dir);
+	EVP_PKEY_free(key);
+	X509_free(cert);
+}
+
 int main(void)
 {
 	test_hex();
@@ -245,5 +424,8 @@ int main(void)
 	test_read_write_full();
 	test_erase();
 	test_utf8();
+	test_now_ms();
+	test_split_host_port();
+	test_keyfile();
 	return unit_summary("test-util");
 }

@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * modsignd/request.c, linked as an object: which requests a peer may send
+ * (docs/PROTOCOL.md), each refusal with the exact reason the peer reads,
+ * and the replies built for a real (one-time) key.  Every accepted request
+ * has a refused twin differing in one member.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto.h"
+#include "request.h"
+#include "unit.h"
+#include "util.h"
+
+#define SHA256_HEX "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+#define SIGN_(extra)                                                                \
+	"{\"v\":1,\"id\":7,\"op\":\"sign\",\"hash\":\"sha256\",\"digest\":\"" SHA256_HEX \
+	"\",\"module\":\"snd.ko\"" extra "}"
+#define SIGN SIGN_("")
+
+static json_object *msg;
+static struct request req;
+static const char *err;
+
+/* Parse @text as the daemon does a frame's payload, then request_parse(). */
+static int parse(const char *text)
+{
+	json_object_putp(&msg);
+	msg = json_tokener_parse(text);
+	if (!msg) {
+		printf("#   not JSON: %s\n", text);
+		return -999;
+	}
+	err = NULL;
+	return request_parse(msg, &req, &err);
+}
+
+/* Refused with -@errno and exactly @why. */
+static void refused(const char *name, const char *text, int want, const char *why)
+{
+	int r = parse(text);
+
+	if (!CHECK(name, r == want && err && strcmp(err, why) == 0))
+		printf("#   got %d \"%s\", want %d \"%s\"\n", r, err ?: "(null)", want, why);
+}
+
+static void test_envelope(void)
+{
+	CHECK_EQ("status request parses", parse("{\"v\":1,\"id\":3,\"op\":\"status\"}"), 0);
+	CHECK("status: op, id, no key", req.op == OP_STATUS && req.id == 3 && !req.key);
+	CHECK_EQ("cert request parses",
+		 parse("{\"v\":1,\"id\":4,\"op\":\"cert\",\"key\":\"prod\"}"), 0);
+	CHECK("cert: op, id, key", req.op == OP_CERT && req.id == 4 &&
+					   strcmp(req.key, "prod") == 0);
+	CHECK_EQ("id 0 parses", parse("{\"v\":1,\"id\":0,\"op\":\"status\"}"), 0);
+	CHECK_EQ("id 2^64-1 parses",
+		 parse("{\"v\":1,\"id\":18446744073709551615,\"op\":\"status\"}"), 0);
+	CHECK("id 2^64-1 kept", req.id == UINT64_MAX);
+
+	refused("no v", "{\"id\":1,\"op\":\"status\"}", -EINVAL,
+		"missing or bad \"v\" or \"id\"");
+	refused("v as a string", "{\"v\":\"1\",\"id\":1,\"op\":\"status\"}", -EINVAL,
+		"missing or bad \"v\" or \"id\"");
+	refused("v 1.0", "{\"v\":1.0,\"id\":1,\"op\":\"status\"}", -EINVAL,
+		"missing or bad \"v\" or \"id\"");
+	refused("v 2", "{\"v\":2,\"id\":1,\"op\":\"status\"}", -EPROTONOSUPPORT,
+		"unsupported protocol version");
+	refused("v 0", "{\"v\":0,\"id\":1,\"op\":\"status\"}", -EPROTONOSUPPORT,
+		"unsupported protocol version");
+	refused("no id", "{\"v\":1,\"op\":\"status\"}", -EINVAL,
+		"missing or bad \"v\" or \"id\"");
+	refused("id -1", "{\"v\":1,\"id\":-1,\"op\":\"status\"}", -EINVAL,
+		"missing or bad \"v\" or \"id\"");
+	refused("id 1.5", "{\"v\":1,\"id\":1.5,\"op\":\"status\"}", -EINVAL,
+		"missing or bad \"v\" or \"id\"");
+	refused("id as a string", "{\"v\":1,\"id\":\"1\",\"op\":\"status\"}", -EINVAL,
+		"missing or bad \"v\" or \"id\"");
+	refused("id null", "{\"v\":1,\"id\":null,\"op\":\"status\"}", -EINVAL,
+		"missing or bad \"v\" or \"id\"");
+	CHECK_EQ("bad id: the reply's id is 0", req.id, 0);
+	refused("not an object", "[1,2]", -EINVAL, "missing or bad \"v\" or \"id\"");
+
+	refused("no op", "{\"v\":1,\"id\":9}", -EINVAL, "missing or bad \"op\"");
+	CHECK_EQ("bad op: the reply still carries the id", req.id, 9);
+	refused("op as a number", "{\"v\":1,\"id\":9,\"op\":1}", -EINVAL,
+		"missing or bad \"op\"");
+	refused("op of 17 bytes", "{\"v\":1,\"id\":9,\"op\":\"statusstatusstatu\"}",
+		-EINVAL, "missing or bad \"op\"");
+	refused("op Status", "{\"v\":1,\"id\":9,\"op\":\"Status\"}", -EOPNOTSUPP,
+		"unknown operation");
+	refused("op verify", "{\"v\":1,\"id\":9,\"op\":\"verify\"}", -EOPNOTSUPP,
+		"unknown operation");
+	refused("op with a NUL", "{\"v\":1,\"id\":9,\"op\":\"status\\u0000\"}", -EINVAL,
+		"missing or bad \"op\"");
+}
+
+static void test_key(void)
+{
+	char text[512], key[PROTO_MAX_NAME + 2];
+
+	memset(key, 'k', PROTO_MAX_NAME);
+	key[PROTO_MAX_NAME] = '\0';
+	snprintf(text, sizeof(text), "{\"v\":1,\"id\":1,\"op\":\"cert\",\"key\":\"%s\"}", key);
+	CHECK_EQ("key of 128 bytes parses", parse(text), 0);
+	CHECK("key of 128 bytes kept", req.key && strlen(req.key) == PROTO_MAX_NAME);
+	snprintf(text, sizeof(text), "{\"v\":1,\"id\":1,\"op\":\"cert\",\"key\":\"%sk\"}", key);
+	refused("key of 129 bytes", text, -EINVAL, "bad \"key\"");
+	refused("key as a number", "{\"v\":1,\"id\":1,\"op\":\"cert\",\"key\":5}", -EINVAL,
+		"bad \"key\"");
+	refused("key with a NUL", "{\"v\":1,\"id\":1,\"op\":\"cert\",\"key\":\"a\\u0000b\"}",
+		-EINVAL, "bad \"key\"");
+	/* null is as good as absent: the default key. */
+	CHECK_EQ("key null parses", parse("{\"v\":1,\"id\":1,\"op\":\"cert\",\"key\":null}"), 0);
+	CHECK("key null is the default key", req.key == NULL);
+	refused("sign: key as an array", SIGN_(",\"key\":[\"prod\"]"), -EINVAL, "bad \"key\"");
+}
+
+static void test_sign(void)
+{
+	CHECK_EQ("sign request parses", parse(SIGN), 0);
+	CHECK("sign: op, id, hash, module",
+	      req.op == OP_SIGN && req.id == 7 && req.md == digest_lookup("sha256") &&
+		      strcmp(req.module, "snd.ko") == 0 && !req.key && !req.use_keyid);
+	CHECK("sign: the digest's 32 bytes", req.digest_len == 32 && req.digest[0] == 0 &&
+						     req.digest[31] == 0x1f);
+	CHECK_EQ("sign with key and keyid parses",
+		 parse(SIGN_(",\"key\":\"prod\",\"keyid\":true")), 0);
+	CHECK("sign: key and keyid kept", strcmp(req.key, "prod") == 0 && req.use_keyid);
+	CHECK_EQ("keyid false parses", parse(SIGN_(",\"keyid\":false")), 0);
+	CHECK("keyid false kept", !req.use_keyid);
+	/* Receivers ignore members they do not know (docs/PROTOCOL.md). */
+	CHECK_EQ("unknown members are ignored", parse(SIGN_(",\"future\":{\"x\":1}")), 0);
+	CHECK_EQ("upper-case hex parses",
+		 parse("{\"v\":1,\"id\":7,\"op\":\"sign\",\"hash\":\"sha256\",\"digest\":\""
+		       "000102030405060708090A0B0C0D0E0F101112131415161718191A1B1C1D1E1F"
+		       "\",\"module\":\"m.ko\"}"), 0);
+
+	refused("keyid as a string", SIGN_(",\"keyid\":\"true\""), -EINVAL, "bad \"keyid\"");
+	refused("keyid 1", SIGN_(",\"keyid\":1"), -EINVAL, "bad \"keyid\"");
+
+	refused("sign without hash",
+		"{\"v\":1,\"id\":7,\"op\":\"sign\",\"digest\":\"" SHA256_HEX
+		"\",\"module\":\"m.ko\"}",
+		-EINVAL, "missing or bad \"hash\"");
+	refused("sign without digest",
+		"{\"v\":1,\"id\":7,\"op\":\"sign\",\"hash\":\"sha256\",\"module\":\"m.ko\"}",
+		-EINVAL, "missing or bad \"digest\"");
+	refused("sign without module",
+		"{\"v\":1,\"id\":7,\"op\":\"sign\",\"hash\":\"sha256\",\"digest\":\"" SHA256_HEX
+		"\"}",
+		-EINVAL, "missing or bad \"module\"");
+	CHECK_EQ("a refused sign still carries the id", req.id, 7);
+}
+
+static void test_hash(void)
+{
+	static const struct {
+		const char *hash;
+		size_t len;
+	} ok[] = { { "sha256", 32 }, { "sha384", 48 }, { "sha512", 64 } };
+	static const char *const bad[] = { "sha1", "md5", "SHA256", "sha256 ", "sha224",
+					   "sha3-256", "" };
+	char text[512], hex[2 * DIGEST_MAX_LEN + 3], name[80];
+
+	for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+		memset(hex, 'a', 2 * ok[i].len);
+		hex[2 * ok[i].len] = '\0';
+		snprintf(text, sizeof(text),
+			 "{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"%s\",\"digest\":\"%s\","
+			 "\"module\":\"m.ko\"}", ok[i].hash, hex);
+		snprintf(name, sizeof(name), "%s with %zu bytes parses", ok[i].hash, ok[i].len);
+		CHECK(name, parse(text) == 0 && req.digest_len == ok[i].len &&
+				    digest_size(req.md) == ok[i].len);
+		/* Twins: one byte short, one byte long. */
+		hex[2 * ok[i].len - 2] = '\0';
+		snprintf(text, sizeof(text),
+			 "{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"%s\",\"digest\":\"%s\","
+			 "\"module\":\"m.ko\"}", ok[i].hash, hex);
+		snprintf(name, sizeof(name), "%s with %zu bytes", ok[i].hash, ok[i].len - 1);
+		refused(name, text, -EINVAL, "digest length does not match the hash");
+		memset(hex, 'a', 2 * ok[i].len + 2);
+		hex[2 * ok[i].len + 2] = '\0';
+		snprintf(text, sizeof(text),
+			 "{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"%s\",\"digest\":\"%s\","
+			 "\"module\":\"m.ko\"}", ok[i].hash, hex);
+		snprintf(name, sizeof(name), "%s with %zu bytes", ok[i].hash, ok[i].len + 1);
+		refused(name, text, -EINVAL,
+			ok[i].len < DIGEST_MAX_LEN ? "digest length does not match the hash" :
+						     "missing or bad \"digest\"");
+	}
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		snprintf(text, sizeof(text),
+			 "{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"%s\",\"digest\":\"" SHA256_HEX
+			 "\",\"module\":\"m.ko\"}", bad[i]);
+		snprintf(name, sizeof(name), "hash \"%s\"", bad[i]);
+		refused(name, text, -EINVAL, "hash algorithm not allowed (sha256, sha384, sha512)");
+	}
+	refused("hash of 17 bytes",
+		"{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"sha256sha256sha25\",\"digest\":\""
+		SHA256_HEX "\",\"module\":\"m.ko\"}",
+		-EINVAL, "missing or bad \"hash\"");
+	refused("hash as a number",
+		"{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":256,\"digest\":\"" SHA256_HEX
+		"\",\"module\":\"m.ko\"}",
+		-EINVAL, "missing or bad \"hash\"");
+}
+
+static void test_digest(void)
+{
+	static const struct {
+		const char *name, *digest;
+	} bad[] = {
+		{ "digest of odd length", SHA256_HEX "0" },
+		{ "digest with a non-hex char", "g00102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1" },
+		{ "digest with a 0x prefix", "0x0102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f" },
+		{ "digest with a space", "00 102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f" },
+	};
+	char text[512], name[80];
+
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		snprintf(text, sizeof(text),
+			 "{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"sha256\",\"digest\":\"%s\","
+			 "\"module\":\"m.ko\"}", bad[i].digest);
+		snprintf(name, sizeof(name), "%s", bad[i].name);
+		refused(name, text, -EINVAL, "missing or bad \"digest\"");
+	}
+	refused("digest as base64",
+		"{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"sha256\",\"digest\":"
+		"\"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\",\"module\":\"m.ko\"}",
+		-EINVAL, "missing or bad \"digest\"");
+	refused("digest as an array",
+		"{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"sha256\",\"digest\":[0,1],"
+		"\"module\":\"m.ko\"}", -EINVAL, "missing or bad \"digest\"");
+	refused("empty digest",
+		"{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"sha256\",\"digest\":\"\","
+		"\"module\":\"m.ko\"}", -EINVAL, "digest length does not match the hash");
+}
+
+static void test_module(void)
+{
+	_cleanup_(freep) char *text = malloc(PROTO_MAX_MODULE + 256);
+	_cleanup_(freep) char *mod = malloc(PROTO_MAX_MODULE + 2);
+
+	if (!CHECK("module buffers", text && mod))
+		return;
+	memset(mod, 'm', PROTO_MAX_MODULE);
+	mod[PROTO_MAX_MODULE] = '\0';
+	snprintf(text, PROTO_MAX_MODULE + 256,
+		 "{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"sha256\",\"digest\":\"" SHA256_HEX
+		 "\",\"module\":\"%s\"}", mod);
+	CHECK_EQ("module name of 4096 bytes parses", parse(text), 0);
+	CHECK("module name of 4096 bytes kept", strlen(req.module) == PROTO_MAX_MODULE);
+	snprintf(text, PROTO_MAX_MODULE + 256,
+		 "{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"sha256\",\"digest\":\"" SHA256_HEX
+		 "\",\"module\":\"%sm\"}", mod);
+	refused("module name of 4097 bytes", text, -EINVAL, "missing or bad \"module\"");
+	refused("module name with a NUL", SIGN_(",\"module\":\"a.ko\\u0000b\""), -EINVAL,
+		"missing or bad \"module\"");
+	refused("module name as a number",
+		"{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"sha256\",\"digest\":\"" SHA256_HEX
+		"\",\"module\":7}", -EINVAL, "missing or bad \"module\"");
+	refused("module name null",
+		"{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"sha256\",\"digest\":\"" SHA256_HEX
+		"\",\"module\":null}", -EINVAL, "missing or bad \"module\"");
+	/* Only a name for the audit log: any UTF-8 path is taken as it is. */
+	CHECK_EQ("module name with a path and UTF-8 parses",
+		 parse("{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"sha256\",\"digest\":\""
+		       SHA256_HEX "\",\"module\":\"../caf\\u00e9/x.ko\"}"), 0);
+	CHECK("module name decoded", strcmp(req.module, "../caf\xc3\xa9/x.ko") == 0);
+}
+
+/* The replies, for a one-time key: the members docs/PROTOCOL.md names. */
+static void test_replies(void)
+{
+	static struct keystore ks;
+	struct certgen_params gen = { .organization = "", .common_name = "unit",
+				      .email = "", .days = 1 };
+	const char *e = NULL, *s;
+	json_object *o, *keys, *k0, *v;
+	static const uint8_t der[] = { 0x30, 0x03, 0x02, 0x01, 0x01 };
+
+	if (!CHECK("one-time ecdsa-p256 key", keystore_add(&ks, "k1=ephemeral:ecdsa-p256",
+							   &gen, &e) == 0)) {
+		printf("#   %s\n", e ?: "?");
+		return;
+	}
+	o = reply_status(11, &ks);
+	CHECK("status reply: v, id, ok",
+	      o && proto_check_envelope(o, &(uint64_t){ 0 }) == 0 &&
+		      json_object_get_int64(json_object_object_get(o, "id")) == 11 &&
+		      json_object_get_boolean(json_object_object_get(o, "ok")));
+	keys = o ? json_object_object_get(o, "keys") : NULL;
+	k0 = keys ? json_object_array_get_idx(keys, 0) : NULL;
+	CHECK("status reply: one key, named, default, healthy",
+	      k0 && json_object_array_length(keys) == 1 &&
+		      proto_get_string(k0, "name", 64, true, &s) == 0 && strcmp(s, "k1") == 0 &&
+		      json_object_get_boolean(json_object_object_get(k0, "default")) &&
+		      proto_get_string(k0, "health", 64, true, &s) == 0 &&
+		      strcmp(s, "ok") == 0 && !json_object_object_get_ex(k0, "health_error", &v));
+	CHECK("status reply: algorithm, backend, key_id, serial",
+	      k0 && proto_get_string(k0, "algorithm", 64, true, &s) == 0 &&
+		      strcmp(s, "ecdsa-p256") == 0 &&
+		      proto_get_string(k0, "backend", 64, true, &s) == 0 &&
+		      strcmp(s, key_backend_name(KEY_EPHEMERAL)) == 0 &&
+		      proto_get_string(k0, "key_id", 256, true, &s) == 0 && *s &&
+		      proto_get_string(k0, "serial", 256, true, &s) == 0 && *s);
+	json_object_put(o);
+
+	o = reply_cert(12, ks.keys[0]);
+	_cleanup_(freep) uint8_t *cert = NULL;
+	size_t cert_len = 0;
+	CHECK("cert reply: the certificate's DER in base64",
+	      o && proto_get_string(o, "cert", PROTO_MAX_FRAME, true, &s) == 0 &&
+		      base64_decode(s, &cert, &cert_len) == 0 &&
+		      cert_len == ks.keys[0]->cert_der_len &&
+		      memcmp(cert, ks.keys[0]->cert_der, cert_len) == 0);
+	json_object_put(o);
+
+	o = reply_signature(13, ks.keys[0], der, sizeof(der));
+	_cleanup_(freep) uint8_t *sig = NULL;
+	size_t sig_len = 0;
+	CHECK("signature reply: key, key_id, cert_sha256, signature",
+	      o && proto_get_string(o, "key", 64, true, &s) == 0 && strcmp(s, "k1") == 0 &&
+		      proto_get_string(o, "key_id", 256, true, &s) == 0 &&
+		      strcmp(s, ks.keys[0]->key_id) == 0 &&
+		      proto_get_string(o, "cert_sha256", 256, true, &s) == 0 &&
+		      strcmp(s, ks.keys[0]->cert_sha256) == 0 &&
+		      proto_get_string(o, "signature", 256, true, &s) == 0 &&
+		      base64_decode(s, &sig, &sig_len) == 0 && sig_len == sizeof(der) &&
+		      memcmp(sig, der, sizeof(der)) == 0);
+	json_object_put(o);
+	keystore_clear(&ks);
+}
+
+int main(void)
+{
+	test_envelope();
+	test_key();
+	test_sign();
+	test_hash();
+	test_digest();
+	test_module();
+	test_replies();
+	json_object_putp(&msg);
+	return unit_summary("test-request");
+}
