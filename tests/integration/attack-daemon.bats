@@ -22,7 +22,8 @@ try_start() {
 		stop_daemon "$MODSIGND_PID"
 		RC=hung
 	else
-		wait "$MODSIGND_PID" && RC=0 || RC=$?
+		RC=0
+		wait "$MODSIGND_PID" || RC=$?
 	fi
 }
 

@@ -308,7 +308,7 @@ nobody_src() {
 # Twins: re-signed in place (no DEST, or DEST the same), owner and mode kept.
 # inplace_module NAME MODE: nobody's $T/inplace/NAME.ko with MODE.
 inplace_module() {
-	mkdir -p -m 0755 "$T/inplace"
+	mkdir -m 0755 "$T/inplace"
 	cp "$T/a.ko" "$T/inplace/$1.ko"
 	chown nobody:nogroup "$T/inplace/$1.ko"
 	chmod "$2" "$T/inplace/$1.ko"
