@@ -1,0 +1,481 @@
+#!/usr/bin/env bats
+# Attacks on the daemon's own ground: key files others can read, key
+# material in swappable memory, client certificates that are not client
+# leafs or whose names lie in a log, and settings that silently lose.  Each
+# attack has a twin that the daemon must still accept.  Each case makes
+# its own keys and starts its own daemon.
+
+load ../common
+
+# try_start NAME ARGS...: run modsignd on $T/NAME.sock until it is ready
+# (STARTED=1, then stopped again) or exits (STARTED=0, RC its status); its
+# stderr is in $T/NAME.err.  A daemon that neither gets ready nor exits
+# within modsignd_start's bound is killed, with RC=hung: not a refusal.
+try_start() {
+	local name=$1
+	shift
+	STARTED=0 RC=
+	if modsignd_start "$T/$name.err" --listen "unix:$T/$name.sock" "$@" 2>/dev/null; then
+		STARTED=1
+		stop_daemon "$MODSIGND_PID"
+	elif kill -0 "$MODSIGND_PID" 2>/dev/null; then
+		stop_daemon "$MODSIGND_PID"
+		RC=hung
+	else
+		RC=0
+		wait "$MODSIGND_PID" || RC=$?
+	fi
+}
+
+assert_refused() { # by the last try_start
+	[ "$STARTED" = 0 ] && [ -n "$RC" ] && [ "$RC" != 0 ] && [ "$RC" != hung ] ||
+		{ echo "not refused: STARTED=$STARTED RC=$RC"; false; }
+}
+
+assert_started() { # by the last try_start
+	[ "$STARTED" = 1 ] || { echo "did not start: RC=$RC"; cat "$T/$1.err"; false; }
+}
+
+assert_one_line() { # FILE
+	assert_equal "$(wc -l <"$1")" 1
+}
+
+fresh() { cp "$(real_modules 1)" "$1" && "$C" strip "$1"; }
+
+# ---- 7. key files with loose permissions ----------------------------------
+# loose_key_refused MODE: a PEM key file with MODE is refused at start and
+# by --check-config, in a line naming the file and its mode.
+loose_key_refused() {
+	local mode=$1
+	make_pem_key "$T/key.pem" rsa:2048 # mode 0600
+	cp "$T/key.pem" "$T/loose-$mode.pem"
+	chmod "$mode" "$T/loose-$mode.pem"
+	try_start "loose-$mode" --key default="$T/loose-$mode.pem"
+	# key-file-mode-MODE-refused-at-start
+	assert_refused
+	# key-file-mode-MODE-refusal-names-file-and-mode
+	run grep -q "loose-$mode.pem: mode $mode: group or others may read or write it" "$T/loose-$mode.err"
+	assert_success
+	printf 'key = default=%s\n' "$T/loose-$mode.pem" >"$T/loose-$mode.conf"
+	# key-file-mode-MODE-refused-by-check-config
+	run "$MODSIGND" --config "$T/loose-$mode.conf" --check-config
+	assert_failure
+}
+
+@test "key-file-mode-0644-refused" { loose_key_refused 0644; }
+@test "key-file-mode-0640-refused" { loose_key_refused 0640; }
+@test "key-file-mode-0620-refused" { loose_key_refused 0620; }
+@test "key-file-mode-0604-refused" { loose_key_refused 0604; }
+
+@test "key-file-check-config-error-is-one-line-naming-mode" {
+	make_pem_key "$T/key.pem" rsa:2048
+	chmod 0644 "$T/key.pem"
+	printf 'key = default=%s\n' "$T/key.pem" >"$T/loose.conf"
+	"$MODSIGND" --config "$T/loose.conf" --check-config >/dev/null 2>"$T/loose-cc.err" || true
+	assert_one_line "$T/loose-cc.err"
+	run grep -q 'key.pem: mode 0644' "$T/loose-cc.err"
+	assert_success
+}
+
+@test "key-file-start-error-is-one-line" {
+	make_pem_key "$T/key.pem" rsa:2048
+	chmod 0644 "$T/key.pem"
+	try_start loose --key default="$T/key.pem"
+	assert_one_line "$T/loose.err"
+}
+
+# Twins: 0600 and 0400 are fine, at start and in --check-config.
+tight_key_accepted() { # MODE
+	local mode=$1
+	make_pem_key "$T/key.pem" rsa:2048
+	chmod "$mode" "$T/key.pem"
+	printf 'key = default=%s\n' "$T/key.pem" >"$T/tight.conf"
+	# twin-key-file-mode-MODE-passes-check-config
+	run "$MODSIGND" --config "$T/tight.conf" --check-config
+	assert_success
+	try_start "tight-$mode" --key default="$T/key.pem"
+	assert_started "tight-$mode"
+}
+
+@test "twin-key-file-mode-0600-accepted" { tight_key_accepted 0600; }
+@test "twin-key-file-mode-0400-accepted" { tight_key_accepted 0400; }
+
+# The TLS key, read the same way.
+server_pki() { # a CA and a server certificate for localhost, in $T
+	pki ca
+	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >san.ext
+	issue server ca -extfile san.ext
+}
+tlsargs() { echo --tls-cert "$T/server.crt" --tls-client-ca "$T/ca.crt" --tls-key "$T/$1"; }
+tls_conf() { # KEY: a config with the TLS key KEY
+	printf 'key = default=ephemeral:ecdsa-p256\ntls-cert = %s\ntls-key = %s\ntls-client-ca = %s\n' \
+		"$T/server.crt" "$T/$1" "$T/ca.crt"
+}
+
+@test "tls-key-mode-0644-refused" {
+	server_pki
+	cp server.key server-loose.key
+	chmod 0644 server-loose.key
+	# shellcheck disable=SC2046
+	try_start tlskey-loose --key default=ephemeral:ecdsa-p256 $(tlsargs server-loose.key)
+	# tls-key-mode-0644-refused-at-start
+	assert_refused
+	# tls-key-refusal-names-file-and-mode
+	assert_one_line "$T/tlskey-loose.err"
+	run grep -q 'server-loose.key: mode 0644' "$T/tlskey-loose.err"
+	assert_success
+	# tls-key-mode-0644-refused-by-check-config
+	tls_conf server-loose.key >tlskey-loose.conf
+	run "$MODSIGND" --config tlskey-loose.conf --check-config
+	assert_failure
+}
+
+@test "twin-tls-key-mode-0600-accepted" {
+	server_pki
+	# shellcheck disable=SC2046
+	try_start tlskey-tight --key default=ephemeral:ecdsa-p256 $(tlsargs server.key)
+	assert_started tlskey-tight
+	# twin-tls-key-mode-0600-passes-check-config
+	tls_conf server.key >tlskey-tight.conf
+	run "$MODSIGND" --config tlskey-tight.conf --check-config
+	assert_success
+}
+
+# ---- 8. key material in swappable memory -----------------------------------
+# mem_daemon: a daemon with a one-time RSA key and the RSA file key
+# $T/key.pem, each of which has signed a module.  Sets MEM_PID.
+mem_daemon() {
+	make_pem_key "$T/key.pem" rsa:2048
+	start_daemon "$T/mem.sock" --key default=ephemeral:rsa2048 --key file="$T/key.pem"
+	MEM_PID=$DAEMON_PID
+	fresh "$T/mem1.ko"
+	fresh "$T/mem2.ko"
+	# mem-daemon-signs-with-one-time-key
+	run "$C" --server "unix:$T/mem.sock" sign "$T/mem1.ko"
+	assert_success
+	# mem-daemon-signs-with-file-key
+	run "$C" --server "unix:$T/mem.sock" sign --key file "$T/mem2.ko"
+	assert_success
+}
+
+# smaps' Locked is proportional like Pss (a library page shared with other
+# processes counts a share), so a mapping is wholly locked when Locked ==
+# Pss.  The kernel's [vdso]/[vvar]/[vsyscall] cannot be locked and hold
+# nothing of ours.
+unlocked_mappings() { # PID: print mappings with resident pages not locked
+	python3 - "$1" <<'PY'
+import sys
+bad, cur, f = [], None, {}
+def done():
+    if cur and f.get("Rss", 0) > 0 and f.get("Locked", 0) != f.get("Pss", 0) \
+       and not any(k in cur for k in ("[vdso]", "[vvar]", "[vsyscall]")):
+        bad.append(f"{cur.strip()} Rss={f['Rss']} Pss={f['Pss']} Locked={f['Locked']}")
+for line in open(f"/proc/{sys.argv[1]}/smaps"):
+    k = line.split()[0]
+    if not k.endswith(":"):
+        done(); cur, f = line, {}
+    elif line.split()[-1] == "kB":
+        f[k[:-1]] = int(line.split()[1])
+done()
+print("\n".join(bad[:5])); sys.exit(1 if bad else 0)
+PY
+}
+status_kb() { awk -v k="$2:" '$1 == k {print $2}' "/proc/$1/status"; }
+
+@test "mem-every-resident-mapping-is-locked" {
+	mem_daemon
+	echo "# VmRSS $(status_kb "$MEM_PID" VmRSS) kB, VmLck $(status_kb "$MEM_PID" VmLck) kB (reserved, MCL_ONFAULT)" >&3
+	run unlocked_mappings "$MEM_PID"
+	assert_success
+}
+
+# The primes of the file key, as OpenSSL holds them (little-endian limbs)
+# or as DER/PEM decoding leaves them (big-endian): wherever they are in
+# the running daemon's memory, that memory must be locked (VmFlags "lo").
+primes_in_unlocked_memory() { # PID KEYFILE
+	python3 - "$1" "$2" <<'PY'
+import re, sys
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+pid, key = sys.argv[1], load_pem_private_key(open(sys.argv[2], "rb").read(), None)
+nums = key.private_numbers()
+needles = []
+for n in (nums.p, nums.q):
+    b = n.to_bytes((n.bit_length() + 7) // 8, "big")
+    needles += [b[:32], b[::-1][:32]]
+maps, cur = [], None
+for line in open(f"/proc/{pid}/smaps"):
+    m = re.match(r"([0-9a-f]+)-([0-9a-f]+) (\S+)", line)
+    if m:
+        cur = [int(m[1], 16), int(m[2], 16), m[3], line.strip(), False]
+        maps.append(cur)
+    elif line.startswith("VmFlags:"):
+        cur[4] = " lo" in line or line.split()[1:].count("lo") > 0
+hits = unlocked = 0
+with open(f"/proc/{pid}/mem", "rb", 0) as mem:
+    for lo, hi, perm, desc, locked in maps:
+        if "r" not in perm or "[v" in desc:
+            continue
+        try:
+            mem.seek(lo); data = mem.read(hi - lo)
+        except OSError:
+            continue
+        for nd in needles:
+            c = data.count(nd)
+            hits += c
+            if c and not locked:
+                unlocked += c
+                print("unlocked:", desc)
+print(f"{hits} copies of prime bytes, {unlocked} in unlocked memory")
+sys.exit(0 if hits and not unlocked else 1)
+PY
+}
+
+@test "mem-rsa-primes-only-in-locked-memory" {
+	mem_daemon
+	run primes_in_unlocked_memory "$MEM_PID" "$T/key.pem"
+	assert_success
+}
+
+# No lock, no daemon: root without CAP_IPC_LOCK and a 1 MiB RLIMIT_MEMLOCK
+# (MEMLOCK= in the environment to change it), by a wrapper as $MODSIGND.
+nolock_wrapper() {
+	cat >"$T/nolock-wrapper" <<SH
+#!/bin/sh
+exec prlimit --memlock=\${MEMLOCK:-1048576} setpriv --bounding-set -ipc_lock --inh-caps -ipc_lock -- "$MODSIGND" "\$@"
+SH
+	chmod 755 "$T/nolock-wrapper"
+	MODSIGND=$T/nolock-wrapper
+}
+
+lacks_ipc_lock() { # CAP_IPC_LOCK is bit 14
+	local eff
+	eff=$(setpriv --bounding-set -ipc_lock --inh-caps -ipc_lock -- awk '/^CapEff:/{print $2}' /proc/self/status)
+	[ -n "$eff" ] && [ $(((0x$eff >> 14) & 1)) -eq 0 ]
+}
+
+@test "mem-test-setpriv-drops-cap-ipc-lock" {
+	run lacks_ipc_lock
+	assert_success
+}
+
+@test "mem-cannot-lock-refuses-to-start" {
+	nolock_wrapper
+	try_start nolock --key default=ephemeral:ecdsa-p256
+	assert_refused
+	# mem-cannot-lock-says-so-in-one-line
+	assert_one_line "$T/nolock.err"
+	run grep -q 'cannot lock memory against swap' "$T/nolock.err"
+	assert_success
+}
+
+@test "twin-mem-no-cap-but-enough-limit-starts" {
+	# Raising the hard limit needs CAP_SYS_RESOURCE, which some containers lack.
+	prlimit --memlock=unlimited true 2>/dev/null || skip "cannot raise RLIMIT_MEMLOCK here"
+	nolock_wrapper
+	MEMLOCK=unlimited try_start nolock-unlimited --key default=ephemeral:ecdsa-p256
+	assert_started nolock-unlimited
+}
+
+@test "twin-mem-with-cap-ipc-lock-starts" {
+	try_start withcap --key default=ephemeral:ecdsa-p256
+	assert_started withcap
+}
+
+# ---- 9. TLS client certificates ---------------------------------------------
+# issue_utf8 NAME CN [x509 ARGS]: like issue, with a UTF-8 common name.
+issue_utf8() {
+	local name=$1 cn=$2
+	shift 2
+	openssl req -new -utf8 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$cn" \
+		-keyout "$name.key" -out "$name.csr" 2>/dev/null
+	openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -CAcreateserial \
+		-days 30 -out "$name.crt" "$@" 2>/dev/null
+}
+RLO=$'\xe2\x80\xae' NEL=$'\xc2\x85'
+
+# tls_daemon CN...: a TLS daemon on $PORT whose policy allows root and
+# each CN, so that only the certificate checks can refuse them.
+tls_daemon() {
+	PORT=$(free_port)
+	{
+		echo "key = default=ephemeral:ecdsa-p256"
+		echo "listen = tls:127.0.0.1:$PORT"
+		echo "tls-cert = $T/server.crt"
+		echo "tls-key = $T/server.key"
+		echo "tls-client-ca = $T/ca.crt"
+		echo "allow = uid:0"
+		for cn in "$@"; do echo "allow = cn:$cn"; done
+	} >tls.conf
+	start_daemon "$T/tls.sock" --config "$T/tls.conf"
+	# tls-daemon-listens
+	wait_port "$PORT"
+}
+
+# client_cert NAME [x509 EXTENSIONS]: NAME.crt for CN=NAME from ca.
+client_cert() {
+	local name=$1
+	shift
+	if [ $# -gt 0 ]; then
+		printf '%s\n' "$@" >"$name.ext"
+		issue "$name" ca -extfile "$name.ext"
+	else
+		issue "$name" ca
+	fi
+}
+
+as() { local who=$1; shift; "$C" --server "tls:localhost:$PORT" --tls-ca ca.crt \
+	--tls-cert "$who.crt" --tls-key "$who.key" "$@"; }
+
+@test "twin-tls-leaf-without-eku-accepted" {
+	server_pki
+	client_cert plain-leaf
+	tls_daemon plain-leaf
+	run as plain-leaf status
+	assert_success
+}
+
+@test "twin-tls-leaf-with-clientauth-accepted" {
+	server_pki
+	client_cert client-leaf 'extendedKeyUsage=clientAuth' 'basicConstraints=critical,CA:FALSE'
+	tls_daemon client-leaf
+	run as client-leaf status
+	assert_success
+}
+
+@test "tls-ca-true-client-cert-refused" {
+	server_pki
+	client_cert ca-leaf 'basicConstraints=critical,CA:TRUE'
+	tls_daemon ca-leaf
+	run as ca-leaf status
+	assert_failure
+	# tls-ca-true-refusal-logged
+	run grep -q "unsuitable certificate purpose" "$T/modsignd.log"
+	assert_success
+}
+
+@test "tls-ca-true-with-clientauth-refused" {
+	server_pki
+	client_cert ca-client-leaf 'basicConstraints=CA:TRUE' 'extendedKeyUsage=clientAuth'
+	tls_daemon ca-client-leaf
+	run as ca-client-leaf status
+	assert_failure
+	# tls-ca-true-refusal-logged
+	run grep -q "unsuitable certificate purpose" "$T/modsignd.log"
+	assert_success
+}
+
+# OpenSSL's own ssl_client purpose refuses this one already; kept as a guard.
+@test "tls-serverauth-only-client-cert-refused" {
+	server_pki
+	client_cert server-eku-leaf 'extendedKeyUsage=serverAuth'
+	tls_daemon server-eku-leaf
+	run as server-eku-leaf status
+	assert_failure
+}
+
+# A signature is logged and audited with the identity: the name would show.
+# bad_cn_refused NAME CN: a client certificate with CN is refused for
+# signing, logged as such, and CN's bytes are nowhere in the log.
+bad_cn_refused() {
+	local name=$1 cn=$2
+	server_pki
+	issue_utf8 "$name" "$cn"
+	tls_daemon "$cn"
+	fresh "$T/$name.ko"
+	run as "$name" sign "$T/$name.ko"
+	assert_failure
+	# tls-bad-cn-refusal-logged
+	run grep -q "no usable common name" "$T/modsignd.log"
+	assert_success
+}
+
+@test "tls-cn-with-bidi-override-refused" {
+	bad_cn_refused rlo-leaf "builder${RLO}gpj.ko"
+	# tls-log-holds-no-bidi-override
+	run env LC_ALL=C grep -q "$RLO" "$T/modsignd.log"
+	assert_failure
+}
+
+@test "tls-cn-with-c1-control-refused" {
+	bad_cn_refused nel-leaf "builder${NEL}x"
+	# tls-log-holds-no-c1-control
+	run env LC_ALL=C grep -q "$NEL" "$T/modsignd.log"
+	assert_failure
+}
+
+# ---- 10. configuration -------------------------------------------------------
+@test "conf-single-option-twice-in-file-refused" {
+	printf 'key = default=ephemeral:ecdsa-p256\naudit-log = %s/a1\n# the second\naudit-log = %s/a2\n' \
+		"$T" "$T" >dup.conf
+	run "$MODSIGND" --config dup.conf --check-config
+	assert_failure
+	# conf-twice-error-names-option-and-both-lines
+	assert_output --partial "dup.conf:4: 'audit-log' given twice (first on line 2)"
+	# conf-single-option-twice-in-file-refused-at-start
+	try_start dup --config "$T/dup.conf"
+	assert_refused
+}
+
+@test "conf-single-option-twice-on-cli-refused" {
+	printf 'key = default=ephemeral:ecdsa-p256\n' >one.conf
+	run "$MODSIGND" --config one.conf --check-config --audit-log "$T/a1" --audit-log "$T/a2"
+	assert_failure
+	# conf-twice-on-cli-error-names-option
+	assert_output --partial "--audit-log given twice on the command line"
+	# conf-single-option-twice-on-cli-refused-at-start
+	try_start dupcli --key default=ephemeral:ecdsa-p256 --workers 1 --workers 2
+	assert_refused
+}
+
+# Twins: repeatable options repeat; the command line overrides the file.
+twin_conf() {
+	printf 'key = default=ephemeral:ecdsa-p256\nkey = b=ephemeral:ecdsa-p256\nallow = uid:0\nallow = uid:1\naudit-log = %s/a1\n' \
+		"$T" >"$1"
+}
+
+@test "twin-conf-repeatable-options-repeat" {
+	twin_conf twin.conf
+	run "$MODSIGND" --config twin.conf --check-config
+	assert_success
+}
+
+@test "twin-conf-cli-overrides-file-once" {
+	twin_conf twin.conf
+	run "$MODSIGND" --config twin.conf --check-config --audit-log "$T/a2"
+	assert_success
+}
+
+# SIGHUP names what it does not apply.
+# grep -c prints 0 and fails when there is none yet.
+reloads() { grep -c "policy reloaded" "$T/modsignd.log" || true; }
+reloaded_since() { [ "$(reloads)" -gt "$1" ]; }
+
+# hup CHANGE...: apply sed CHANGEs to hup.conf, SIGHUP the daemon and wait
+# for it to have reloaded.
+hup() {
+	local before
+	before=$(reloads)
+	sed -i "$@" hup.conf
+	kill -HUP "$DAEMON_PID"
+	# twin-sighup-...-reloaded
+	run eventually 20 reloaded_since "$before"
+	assert_success
+}
+
+@test "twin-sighup-allow-only-change-reloaded" {
+	twin_conf hup.conf
+	start_daemon "$T/hup.sock" --config "$T/hup.conf"
+	hup -e '$a allow = uid:2'
+	# twin-sighup-allow-only-change-warns-nothing
+	run grep -q "not applied" "$T/modsignd.log"
+	assert_failure
+}
+
+@test "sighup-names-options-not-applied" {
+	twin_conf hup.conf
+	start_daemon "$T/hup.sock" --config "$T/hup.conf"
+	hup -e "s|^audit-log = .*|audit-log = $T/elsewhere|" -e "s|^key = b=.*|key = b=ephemeral:rsa2048|"
+	run grep -q "SIGHUP: .*hup.conf: changed key, audit-log: not applied until modsignd restarts" \
+		"$T/modsignd.log"
+	assert_success
+}
