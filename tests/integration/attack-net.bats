@@ -188,7 +188,7 @@ MANY=$(seq -s, -f '127.0.0.%g' 2 11)
 
 @test "flood-refused-peers-get-no-plaintext" {
 	flooded flood "$MANY" 40
-	stop_flood flood
+	stop_flood flood >/dev/null
 	[ "$(flood_field flood plaintext)" = 0 ] || { echo "flood: $(cat flood/result)"; false; }
 }
 
@@ -222,7 +222,7 @@ MANY=$(seq -s, -f '127.0.0.%g' 2 11)
 
 @test "per-source-refused-get-no-plaintext" {
 	flooded flood 127.0.0.2 80
-	stop_flood flood
+	stop_flood flood >/dev/null
 	[ "$(flood_field flood plaintext)" = 0 ] || { echo "flood: $(cat flood/result)"; false; }
 }
 
@@ -419,9 +419,9 @@ idling() {
 	eventually 20 all_closed || true
 	# idle-unix-silent-closed, idle-unix-after-request-closed,
 	# idle-tls-handshake-silent-closed, idle-tls-after-request-closed
-	for n in $IDLERS; do
-		[ -e "idle/$n" ] || { echo "idle-$n not closed after 20 s"; false; }
-	done
+	local open=
+	for n in $IDLERS; do [ -e "idle/$n" ] || open+=" idle-$n"; done
+	[ -z "$open" ] || { echo "not closed after 20 s:$open"; false; }
 }
 
 # Twins: the active clients, connected as long as the idle ones, are not
