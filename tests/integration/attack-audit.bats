@@ -12,12 +12,12 @@ N=300
 
 # The three refusal floods (N refused UNIX peers, 300 from 100 uids, N
 # refused TLS handshakes) run once, in setup_file, each against a daemon
-# of its own that the cases below share: each flood is read by four or
-# five cases (the log while flooded, the summary SIGHUP writes, the
-# daemon's own log, the twins), and running it per case would repeat
-# some 4000 connections and 1500 handshakes.  What each case reads while
-# the flood is fresh is a copy (*.flood*) taken before the SIGHUP; the
-# twins sign on the shared daemon with modules in their own $T.
+# of its own that the cases below share: each flood is read by four to
+# seven cases (the log while flooded, the summary SIGHUP writes, the
+# daemon's own log, the twins), and running it per case would repeat its
+# 300 refused connections or handshakes as many times.  What a case reads
+# while the flood is fresh is a copy (*.flood*) taken before the SIGHUP;
+# the twins sign on the shared daemon with modules in their own $T.
 setup_file() {
 	F=$(mktemp -d /tmp/modsign-audit-floods.XXXXXX)
 	chmod 755 "$F" # nobody and the uids below connect to sockets in it
