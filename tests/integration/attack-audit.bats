@@ -1,0 +1,444 @@
+#!/usr/bin/env bats
+# Attacks on the audit log: a loop of refused unauthenticated peers (UNIX
+# peers outside the allow-list, TLS peers without a good certificate) must
+# not fill it, yet every refusal is counted; a full disk must not leave a
+# torn record that glues to the next one, nor a journal entry saying "ok"
+# for a signature withheld; a module name that is not UTF-8 must still give
+# a line that is UTF-8 JSON.  Each has a twin.
+
+load ../common
+
+N=300
+
+# The three refusal floods (N refused UNIX peers, 300 from 100 uids, N
+# refused TLS handshakes) run once, in setup_file, each against a daemon
+# of its own that the cases below share: each flood is read by four to
+# seven cases (the log while flooded, the summary SIGHUP writes, the
+# daemon's own log, the twins), and running it per case would repeat its
+# 300 refused connections or handshakes as many times.  What a case reads
+# while the flood is fresh is a copy (*.flood*) taken before the SIGHUP;
+# the twins sign on the shared daemon with modules in their own $T.
+setup_file() {
+	F=$(mktemp -d /tmp/modsign-audit-floods.XXXXXX)
+	chmod 755 "$F" # nobody and the uids below connect to sockets in it
+	export F
+	cd "$F" || return 1
+
+	modsignd_start "$F/unix.log" --listen "unix:$F/unix.sock" --key default=ephemeral:ecdsa-p256 \
+		--allow uid:0 --socket-mode 0666 --audit-log "$F/unix.jsonl" || return 1
+	export UNIX_PID=$MODSIGND_PID
+	# One process as nobody connects N times and reads each refusal: once
+	# it has read the last, the daemon has counted them all (it audits
+	# first).
+	runuser -u nobody -- python3 - "$F/unix.sock" "$N" <<'PY' || return 1
+import socket, sys
+for _ in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(sys.argv[1])
+    s.recv(4096)
+    s.close()
+PY
+	cp "$F/unix.jsonl" "$F/unix.flood.jsonl"
+	cp "$F/unix.log" "$F/unix.flood.log"
+	# The summary is written when the interval ends, on SIGHUP and at exit.
+	kill -HUP "$UNIX_PID"
+
+	modsignd_start "$F/many.log" --listen "unix:$F/many.sock" --key default=ephemeral:ecdsa-p256 \
+		--allow uid:0 --socket-mode 0666 --audit-log "$F/many.jsonl" || return 1
+	export MANY_PID=$MODSIGND_PID
+	# 100 uids no rule names, 3 connections each, interleaved; root forks
+	# a child per connection that drops to its uid.
+	python3 - "$F/many.sock" <<'PY' || return 1
+import os, socket, sys
+for rnd in range(3):
+    for uid in range(61000, 61100):
+        pid = os.fork()
+        if pid == 0:
+            os.setgroups([]); os.setgid(65534); os.setuid(uid)
+            s = socket.socket(socket.AF_UNIX)
+            s.connect(sys.argv[1]); s.recv(4096); os._exit(0)
+        os.waitpid(pid, 0)
+PY
+	kill -HUP "$MANY_PID"
+
+	(mkdir "$F/pki" && cd "$F/pki" && pki ca && pki rogue-ca && printf 'subjectAltName=IP:127.0.0.1\n' >san.ext &&
+		issue host ca -extfile san.ext && issue builder ca && issue rogue rogue-ca) || return 1
+	PORT=$(free_port) || return 1
+	export PORT
+	modsignd_start "$F/tls.log" --listen "unix:$F/tls.sock" --key default=ephemeral:ecdsa-p256 \
+		--listen "tls:127.0.0.1:$PORT" --tls-cert "$F/pki/host.crt" --tls-key "$F/pki/host.key" \
+		--tls-client-ca "$F/pki/ca.crt" --allow uid:0 --allow cn:builder --audit-log "$F/tls.jsonl" || return 1
+	export TLS_PID=$MODSIGND_PID
+	DAEMON_PID=$TLS_PID wait_port "$PORT" || return 1
+	# The records of the flood are those after wait_port's probe.
+	export TLS_BASE
+	TLS_BASE=$(wc -l <"$F/tls.jsonl")
+	# Half with no certificate, half with one from another CA; each waits
+	# for the daemon's verdict (its alert) before the next.
+	python3 - "$PORT" "$N" "$F/pki" <<'PY' || return 1
+import socket, ssl, sys
+port, n, pki = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+for i in range(n):
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations(pki + "/ca.crt")
+    ctx.check_hostname = False
+    if i % 2:
+        ctx.load_cert_chain(pki + "/rogue.crt", pki + "/rogue.key")
+    with socket.create_connection(("127.0.0.1", port)) as raw:
+        try:
+            with ctx.wrap_socket(raw) as s:
+                s.recv(1)
+        except (ssl.SSLError, OSError):
+            pass
+PY
+	cp "$F/tls.jsonl" "$F/tls.flood.jsonl"
+	kill -HUP "$TLS_PID"
+}
+
+# gone PID: PID has exited (a zombie counts: it is not ours to reap).
+gone() { [ ! -e "/proc/$1" ] || grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null; }
+
+teardown_file() {
+	local p
+
+	for p in "${UNIX_PID:-}" "${MANY_PID:-}" "${TLS_PID:-}"; do
+		[ -n "$p" ] && kill "$p" 2>/dev/null
+	done
+	for p in "${UNIX_PID:-}" "${MANY_PID:-}" "${TLS_PID:-}"; do
+		[ -n "$p" ] && { wait "$p" 2>/dev/null || eventually 15 gone "$p" || true; }
+	done
+	cd /
+	if [ -n "${KEEP_T:-}" ]; then echo "kept $F" >&3; else rm -rf "${F:?}"; fi
+}
+
+teardown() {
+	# A disk-full case's tmpfs: its daemon must be gone before it unmounts.
+	if mountpoint -q "$T/full" 2>/dev/null; then
+		for p in "${DAEMON_PIDS[@]}"; do stop_daemon "$p"; done
+		umount "$T/full"
+	fi
+	case_teardown
+}
+
+# fresh FILE: an unsigned copy of a real module.
+fresh() { cp "$(real_modules 1)" "$1" && "$C" strip "$1" >/dev/null; }
+
+# lines_json FILE: every line decodes as strict UTF-8 and parses as JSON.
+lines_json() {
+	python3 - "$1" <<'PY'
+import json, sys
+for i, raw in enumerate(open(sys.argv[1], 'rb'), 1):
+    try:
+        json.loads(raw.decode('utf-8'))
+    except Exception as e:
+        sys.exit("line %d: %s: %r" % (i, e, raw[:120]))
+PY
+}
+
+# refusals FILE PATTERN: "RECORDS TOTAL": the records whose result matches
+# PATTERN, and the refusals they stand for (a summary counts "count").
+refusals() {
+	python3 - "$1" "$2" <<'PY'
+import json, re, sys
+recs = tot = 0
+for line in open(sys.argv[1], 'rb'):
+    r = json.loads(line.decode('utf-8', 'replace'))
+    if re.search(sys.argv[2], r.get('result') or ''):
+        recs += 1
+        tot += r['count'] if r.get('summary') else 1
+print(recs, tot)
+PY
+}
+
+# total_is WANT FILE PATTERN: the refusals FILE's records stand for are WANT.
+total_is() {
+	local recs tot
+	read -r recs tot < <(refusals "$2" "$3")
+	[ "$tot" -eq "$1" ]
+}
+
+# The TLS flood's records (after wait_port's probe) in FILE: tls_new FILE.
+tls_new() { tail -n +$((TLS_BASE + 1)) "$1" >"$T/tls.new"; echo "$T/tls.new"; }
+TLS_REFUSED="certificate|TLS handshake failed|issuer|unknown ca"
+tls_total_at_least() {
+	local recs tot
+	read -r recs tot < <(refusals "$(tls_new "$F/tls.jsonl")" "$TLS_REFUSED")
+	[ "$tot" -ge "$1" ]
+}
+
+# ---- a loop of refused UNIX peers (setup_file) -----------------------------------
+
+@test "audit-unix-refusal-flood-bounded" {
+	local size recs tot
+	size=$(stat -c %s "$F/unix.flood.jsonl")
+	read -r recs tot < <(refusals "$F/unix.flood.jsonl" "not allowed by policy")
+	[ "$recs" -le 2 ] && [ "$size" -lt 4096 ] ||
+		{ echo "$N refusals gave $recs records, $size bytes"; false; }
+}
+
+@test "audit-unix-refusal-flood-log-bounded" {
+	# The daemon's own log (stderr, the journal) is bounded the same way:
+	# the refused uid appears in the first record and its log line, not N
+	# times.
+	local lines
+	lines=$(grep -c 'uid:65534\|uid=65534' "$F/unix.flood.log")
+	[ "$lines" -le 4 ] || { echo "$N refusals gave $lines log lines naming uid 65534"; false; }
+}
+
+@test "audit-unix-refusal-summary-counts-all" {
+	run eventually 10 total_is "$N" "$F/unix.jsonl" "not allowed by policy"
+	assert_success
+}
+
+@test "audit-unix-summary-names-source-and-interval" {
+	eventually 10 grep -q '"summary":true' "$F/unix.jsonl" || true
+	run python3 - "$F/unix.jsonl" "$N" <<'PY'
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1]) if '"summary":true' in l]
+assert s and s[0]['identity'] == 'uid:65534' and s[0]['count'] == int(sys.argv[2]) - 1, s
+assert s[0]['first'] <= s[0]['last'] and s[0]['interval_s'] > 0, s
+PY
+	assert_success
+}
+
+# Twins: an allowed client's signatures, and its refused requests, are
+# recorded one by one, on the daemon that was flooded.
+@test "audit-allowed-signatures-each-recorded" {
+	mkdir ok
+	for i in 1 2 3 4 5; do fresh "ok/ok$i.ko"; done
+	run "$C" --server "unix:$F/unix.sock" sign "$T"/ok/*.ko
+	assert_success
+	assert_equal "$(grep -c '"module":"[^"]*/ok[1-5].ko","result":"ok"' "$F/unix.jsonl")" 5
+}
+
+@test "audit-authenticated-refusals-each-recorded" {
+	local before
+	fresh nk.ko
+	before=$(grep -c '"result":"unknown key"' "$F/unix.jsonl" || true)
+	for i in 1 2 3 4 5; do
+		run "$C" --server "unix:$F/unix.sock" sign --key nokey nk.ko
+		assert_failure
+	done
+	assert_equal "$(grep -c '"result":"unknown key"' "$F/unix.jsonl")" $((before + 5))
+}
+
+@test "audit-unix-log-is-json" {
+	run lines_json "$F/unix.jsonl"
+	assert_success
+}
+
+# ---- many sources: the table of sources is bounded, the rest share one entry --
+
+@test "audit-many-sources-all-counted" {
+	run eventually 10 total_is 300 "$F/many.jsonl" "not allowed by policy|sources past the table"
+	assert_success
+}
+
+@test "audit-many-sources-records-bounded" {
+	local recs tot
+	eventually 10 total_is 300 "$F/many.jsonl" "not allowed by policy|sources past the table" || true
+	read -r recs tot < <(refusals "$F/many.jsonl" "not allowed by policy|sources past the table")
+	[ "$recs" -le 130 ] || { echo "300 refusals from 100 uids gave $recs records (total $tot)"; false; }
+}
+
+@test "audit-many-sources-share-one-entry" {
+	run eventually 10 grep -q '"identity":"\*".*"summary":true' "$F/many.jsonl"
+	assert_success
+}
+
+@test "audit-many-sources-log-is-json" {
+	run lines_json "$F/many.jsonl"
+	assert_success
+}
+
+# ---- a loop of TLS peers without a good certificate (setup_file) ---------------
+
+@test "audit-tls-refusal-flood-bounded" {
+	local recs tot
+	read -r recs tot < <(refusals "$(tls_new "$F/tls.flood.jsonl")" "$TLS_REFUSED")
+	[ "$recs" -le 6 ] || { echo "$N refused handshakes gave $recs records"; false; }
+}
+
+@test "audit-tls-refusal-summary-counts-all" {
+	run eventually 10 tls_total_at_least "$N"
+	assert_success
+}
+
+@test "audit-tls-summary-source-is-address" {
+	run eventually 10 grep -q '"identity":"tls:127.0.0.1".*"summary":true,"count":' "$F/tls.jsonl"
+	assert_success
+}
+
+# Twin: a builder with a good certificate is served and recorded.
+@test "audit-tls-builder-signs" {
+	fresh tb.ko
+	run "$C" --server "tls:127.0.0.1:$PORT" --tls-ca "$F/pki/ca.crt" \
+		--tls-cert "$F/pki/builder.crt" --tls-key "$F/pki/builder.key" sign "$T/tb.ko"
+	assert_success
+	# audit-tls-builder-recorded
+	run grep -q '"identity":"cn:builder".*"module":"[^"]*/tb.ko","result":"ok"' "$F/tls.jsonl"
+	assert_success
+}
+
+@test "audit-tls-log-is-json" {
+	run lines_json "$F/tls.jsonl"
+	assert_success
+}
+
+# ---- a full disk ---------------------------------------------------------------
+
+# full_disk: a daemon whose audit log is on a 1 MiB tmpfs ($T/full) that
+# is then filled; signs modules until one is refused, which is $withheld,
+# with the client's output in full.out.  Skips the case where no tmpfs
+# can be mounted.
+full_disk() {
+	local f first
+	mkdir full
+	mount -t tmpfs -o size=1m tmpfs full 2>/dev/null || skip "cannot mount tmpfs here"
+	start_daemon "$T/fsock" --key default=ephemeral:ecdsa-p256 --audit-log "$T/full/audit.jsonl"
+	mkdir fm
+	fresh m.ko
+	for i in $(seq -w 1 40); do cp m.ko "fm/m$i-$(printf 'x%.0s' $(seq 1 150)).ko"; done
+	first=$(ls "$T"/fm/*.ko | head -n1)
+	# disk-full-audit-first-signs
+	run "$C" --server "unix:$T/fsock" sign "$first"
+	assert_success
+	dd if=/dev/zero of=full/filler bs=4k 2>/dev/null || true
+	# The last page of the log has room for a few records; the one that
+	# crosses into the next page is written in part, then fails.
+	withheld=
+	for f in $(ls "$T"/fm/*.ko | tail -n +2); do
+		if ! "$C" --server "unix:$T/fsock" sign "$f" >full.out 2>&1; then withheld=$f; break; fi
+	done
+	# disk-full-audit-withholds
+	[ -n "$withheld" ] || { echo "all 40 signed on a full disk"; false; }
+}
+
+@test "disk-full-audit-withholds" {
+	full_disk
+	# disk-full-audit-says-why
+	run cat full.out
+	assert_output --partial "audit log unavailable"
+	"$C" --server "unix:$T/fsock" cert >fcert.pem
+	# disk-full-audit-module-unsigned
+	run "$C" verify --cert fcert.pem "$withheld"
+	assert_failure
+	# disk-full-audit-still-withholds
+	run "$C" --server "unix:$T/fsock" sign "$withheld"
+	assert_failure
+}
+
+@test "disk-room-again-audit-signs" {
+	full_disk
+	rm -f full/filler
+	run "$C" --server "unix:$T/fsock" sign "$withheld"
+	assert_success
+	# disk-full-audit-file-one-record-of-withheld: the file has the later
+	# signature of that module, and no other record of it.
+	assert_equal "$(grep -c "\"module\":\"[^\"]*/${withheld##*/}\"" full/audit.jsonl)" 1
+}
+
+@test "disk-full-audit-lines-are-json" {
+	# The record torn by the full disk must not glue to the next one.
+	full_disk
+	rm -f full/filler
+	run "$C" --server "unix:$T/fsock" sign "$withheld"
+	assert_success
+	run lines_json full/audit.jsonl
+	assert_success
+}
+
+@test "disk-full-journal-says-withheld" {
+	# The daemon's stderr (the journal without journald): "withheld", never
+	# "ok", for the requests the file could not hold.
+	full_disk
+	rm -f full/filler
+	run "$C" --server "unix:$T/fsock" sign "$withheld"
+	assert_success
+	stop_daemon "$DAEMON_PID"
+	grep "audit: .*\"module\":\"[^\"]*/${withheld##*/}\"" modsignd.log >withheld.lines || true
+	run cat withheld.lines
+	assert_output --partial '"result":"withheld: audit log unavailable'
+	# disk-full-journal-ok-only-once: the later signature's.
+	assert_equal "$(grep -c '"result":"ok"' withheld.lines)" 1
+}
+
+# ---- a torn last record, left by a crash ------------------------------------------
+
+torn_tail() {
+	printf '{"time":"2026-01-01T00:00:00.000Z","identity":"uid:0","result":"ok"}\n{"time":"2026-01-01T00:00:01.0' >torn.jsonl
+	start_daemon "$T/csock" --key default=ephemeral:ecdsa-p256 --audit-log "$T/torn.jsonl"
+	fresh after-crash.ko
+	# torn-tail-daemon-signs
+	run "$C" --server "unix:$T/csock" sign after-crash.ko
+	assert_success
+}
+
+@test "torn-tail-lines-are-json" {
+	torn_tail
+	run lines_json torn.jsonl
+	assert_success
+}
+
+# Twin: the whole record before the torn one is kept.
+@test "torn-tail-keeps-whole-records" {
+	torn_tail
+	assert_equal "$(wc -l <torn.jsonl)" 2
+	run grep -c '"time":"2026-01-01T00:00:00.000Z"' torn.jsonl
+	assert_output 1
+}
+
+# ---- a module name that is not UTF-8 -----------------------------------------------
+
+# utf8_signed: a daemon that signed u/\xff\xfe.ko, then u/été.ko
+# (utf8-bad-name-signs, utf8-good-name-signs).
+utf8_signed() {
+	start_daemon "$T/usock" --key default=ephemeral:ecdsa-p256 --audit-log "$T/utf8.jsonl"
+	mkdir u
+	fresh u/$'\xff\xfe.ko'
+	fresh u/$'\xc3\xa9t\xc3\xa9.ko'
+	run "$C" --server "unix:$T/usock" sign u/$'\xff\xfe.ko'
+	assert_success
+	run "$C" --server "unix:$T/usock" sign u/$'\xc3\xa9t\xc3\xa9.ko'
+	assert_success
+}
+
+@test "utf8-bad-name-log-is-utf8-json" {
+	utf8_signed
+	run lines_json utf8.jsonl
+	assert_success
+}
+
+@test "utf8-bad-name-replaced-and-kept" {
+	utf8_signed
+	run python3 - utf8.jsonl <<'PY'
+import json, sys
+r = [json.loads(l.decode('utf-8')) for l in open(sys.argv[1], 'rb')]
+assert r[0]['module'].endswith('/\ufffd\ufffd.ko'), r[0]
+assert bytes.fromhex(r[0]['module_hex']).endswith(b'/\xff\xfe.ko'), r[0]
+PY
+	assert_success
+}
+
+# Twin: a name that is UTF-8 is recorded as it is, with no hex.
+@test "utf8-good-name-kept-as-is" {
+	utf8_signed
+	run python3 - utf8.jsonl <<'PY'
+import json, sys
+r = [json.loads(l.decode('utf-8', 'replace')) for l in open(sys.argv[1], 'rb')]
+assert r[1]['module'].endswith('/\u00e9t\u00e9.ko') and 'module_hex' not in r[1], r[1]
+PY
+	assert_success
+}
+
+@test "utf8-bad-name-stderr-is-utf8" {
+	utf8_signed
+	stop_daemon "$DAEMON_PID"
+	run python3 -c "
+import sys
+for i, l in enumerate(open(sys.argv[1], 'rb'), 1):
+    try: l.decode('utf-8')
+    except UnicodeDecodeError as e: sys.exit('line %d: %s: %r' % (i, e, l[:120]))
+" modsignd.log
+	assert_success
+}

@@ -1,0 +1,474 @@
+#!/usr/bin/env bats
+# Unauthenticated network peers must not lock out signing: raw TCP sockets
+# that never finish a TLS handshake, from one source or many, idle
+# connections, and TLS peers refused for the connection limit (who must be
+# answered in TLS, never in plaintext).
+#
+# Each case runs its own daemon and its own flood (a few seconds of
+# silent sockets); a case holds the assertions one flood answers together.
+
+load ../common
+
+setup() {
+	case_setup
+	pki farm-ca
+	pki rogue-ca
+	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >san.ext
+	issue signing-host farm-ca -extfile san.ext
+	issue builder-1 farm-ca
+	issue rogue rogue-ca
+	BG_PIDS=()
+}
+
+# The floods and holders a case starts in the background (with 3>&-: bats
+# waits for every holder of its fd 3) are killed before its daemons stop.
+teardown() {
+	local p
+
+	for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${BG_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	case_teardown
+}
+
+fresh() { cp "$(real_modules 1)" "$1" && "$C" strip "$1"; }
+
+# tls_daemon NAME [ARGS...]: a daemon with a UNIX and a TLS listener on a
+# free port ($PORT), root and cn:builder-1 allowed; its UNIX socket is
+# $T/NAME.sock.
+tls_daemon() {
+	local name=$1
+	shift
+	PORT=$(free_port)
+	start_daemon "$T/$name.sock" --listen "tls:127.0.0.1:$PORT" \
+		--key default=ephemeral:ecdsa-p256 --tls-cert signing-host.crt \
+		--tls-key signing-host.key --tls-client-ca farm-ca.crt \
+		--allow uid:0 --allow cn:builder-1 "$@"
+	wait_port "$PORT"
+}
+
+tls() { # CERT-NAME CLIENT-ARGS...: the client over TLS to $PORT
+	local who=$1
+	shift
+	"$C" --server "tls:localhost:$PORT" --tls-ca farm-ca.crt --tls-cert "$who.crt" \
+		--tls-key "$who.key" "$@"
+}
+
+# flood HOST PORT SOURCES PER-SOURCE DIR: keep PER-SOURCE raw TCP
+# connections from each of SOURCES (comma-separated local addresses) open,
+# sending nothing, and reopen each one the daemon closes.  DIR/ready
+# appears once the daemon has closed 20 of them (it is saturated: the
+# baseline refuses at its connection limit, the fix drops over-budget
+# handshakes), DIR/closed-500 once it has closed 500; on DIR/stop, writes
+# DIR/result: closes=N plaintext=N where plaintext counts closed
+# connections that received bytes that are not a TLS record (content
+# types 20..23).
+flood() {
+	exec python3 - "$@" <<'PY'
+import os, selectors, socket, sys, time
+host, port, sources, per, d = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(","), int(sys.argv[4]), sys.argv[5]
+sel = selectors.DefaultSelector()
+closes = plaintext = 0
+def open_one(src):
+    while True:
+        s = socket.socket(); s.setblocking(False)
+        try:
+            s.bind((src, 0))
+            s.connect_ex((host, port))
+            sel.register(s, selectors.EVENT_READ, [src, b""])
+            return
+        except OSError:
+            s.close(); time.sleep(0.01)  # out of ports for a moment
+for src in sources:
+    for _ in range(per):
+        open_one(src)
+while not os.path.exists(d + "/stop"):
+    for key, _ in sel.select(0.2):
+        s, data = key.fileobj, key.data
+        try:
+            b = s.recv(4096)
+        except OSError:
+            b = b""
+        if b:
+            data[1] += b
+            if len(data[1]) < 65536:
+                continue
+        closes += 1
+        if data[1] and data[1][0] not in (20, 21, 22, 23):
+            plaintext += 1
+        sel.unregister(s); s.close()
+        open_one(data[0])
+        if closes == 20:
+            open(d + "/ready", "w").close()
+        if closes == 500:
+            open(d + "/closed-500", "w").close()
+open(d + "/result.tmp", "w").write("closes=%d plaintext=%d\n" % (closes, plaintext))
+os.rename(d + "/result.tmp", d + "/result")
+PY
+}
+
+# flooded DIR SOURCES PER-SOURCE [DAEMON-ARGS...]: a tls_daemon "d" with
+# --max-connections 16 and a flood of it until stop_flood DIR; returns once
+# the flood saturates it (flood-saturates-daemon,
+# per-source-excess-closed-at-once).
+flooded() {
+	local dir=$1 sources=$2 per=$3
+	shift 3
+	tls_daemon d --max-connections 16 "$@"
+	mkdir -p "$dir"
+	flood 127.0.0.1 "$PORT" "$sources" "$per" "$dir" 2>"$dir/err" 3>&- &
+	FLOOD_PID=$!
+	BG_PIDS+=("$FLOOD_PID")
+	run eventually 30 test -e "$dir/ready"
+	assert_success
+}
+# stop_flood DIR: stops the flood and waits for DIR/result.  Not under
+# run: the flood is a child of the case's shell, not of run's subshell.
+stop_flood() {
+	touch "$1/stop"
+	wait "$FLOOD_PID"
+	cat "$1/result"
+}
+flood_field() { sed -n "s/.*$2=\([0-9]*\).*/\1/p" "$1/result"; }
+
+# ---- a flood from many sources against both listeners ----------------------
+# 400 silent sockets from ten addresses: more than --max-connections (16),
+# more than the default handshake budget of the listener (128) and of each
+# source (32).
+MANY=$(seq -s, -f '127.0.0.%g' 2 11)
+
+@test "flood-unix-sign" {
+	flooded flood "$MANY" 40
+	# flood-unix-status
+	run "$C" --server "unix:$T/d.sock" status
+	assert_success
+	fresh u.ko
+	run "$C" --server "unix:$T/d.sock" sign u.ko
+	assert_success
+	# flood-unix-signature-verifies
+	"$C" --server "unix:$T/d.sock" cert >d.pem
+	run "$C" verify --cert d.pem u.ko
+	assert_success
+}
+
+@test "flood-tls-sign" {
+	flooded flood "$MANY" 40
+	# flood-tls-sign-1..3
+	for i in 1 2 3; do
+		fresh "t$i.ko"
+		run tls builder-1 sign "t$i.ko"
+		assert_success
+	done
+	# flood-tls-signature-verifies
+	"$C" --server "unix:$T/d.sock" cert >d.pem
+	run "$C" verify --cert d.pem t1.ko t2.ko t3.ko
+	assert_success
+}
+
+# Twin: the flood does not weaken authentication.
+@test "flood-tls-rogue-still-refused" {
+	flooded flood "$MANY" 40
+	fresh r.ko
+	run tls rogue sign r.ko
+	assert_failure
+}
+
+@test "flood-refusals-not-logged-per-connection" {
+	# Dropping unauthenticated peers costs a counter, not a log line each:
+	# 500 closed connections leave fewer than 100 lines.
+	local lines closes
+	flooded flood "$MANY" 40
+	run eventually 60 test -e flood/closed-500
+	assert_success
+	lines=$(wc -l <modsignd.log)
+	stop_flood flood >/dev/null
+	closes=$(flood_field flood closes)
+	[ "$lines" -lt 100 ] && [ "${closes:-0}" -ge 500 ] ||
+		{ echo "$closes connections closed, $lines log lines"; false; }
+}
+
+@test "flood-refused-peers-get-no-plaintext" {
+	flooded flood "$MANY" 40
+	stop_flood flood >/dev/null
+	[ "$(flood_field flood plaintext)" = 0 ] || { echo "flood: $(cat flood/result)"; false; }
+}
+
+# ---- one source's flood does not block another ------------------------------
+# 80 from one address: over its budget (32), under the listener's (128).
+
+@test "per-source-other-address-signs" {
+	flooded flood 127.0.0.2 80
+	fresh s.ko
+	run tls builder-1 sign s.ko
+	assert_success
+	# per-source-other-address-signature-verifies
+	"$C" --server "unix:$T/d.sock" cert >d.pem
+	run "$C" verify --cert d.pem s.ko
+	assert_success
+}
+
+@test "per-source-unix-status" {
+	flooded flood 127.0.0.2 80
+	run "$C" --server "unix:$T/d.sock" status
+	assert_success
+}
+
+# Twin: the budget does not weaken authentication.
+@test "per-source-rogue-still-refused" {
+	flooded flood 127.0.0.2 80
+	fresh r.ko
+	run tls rogue sign r.ko
+	assert_failure
+}
+
+@test "per-source-refused-get-no-plaintext" {
+	flooded flood 127.0.0.2 80
+	stop_flood flood >/dev/null
+	[ "$(flood_field flood plaintext)" = 0 ] || { echo "flood: $(cat flood/result)"; false; }
+}
+
+# ---- the connection limit, refused over TLS; slots kept for UNIX ------------
+# --max-connections 4: TLS peers may hold 3, the fourth slot is local's.
+# holder PORT UNIX DIR opens 5 TLS connections as builder-1, one after
+# another, and says for each in DIR/lines what came back: "ok" (a status
+# reply), "tls-refused MSG" (an error frame inside TLS) or "plaintext"
+# (bytes that are no TLS record); then DIR/ready.  On DIR/go it opens a
+# UNIX connection too, then DIR/ready2; on DIR/stop it exits.
+holder() {
+	exec python3 - "$@" <<'PY'
+import json, os, socket, ssl, struct, sys, time
+port, unix, d = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.load_verify_locations("farm-ca.crt")
+ctx.load_cert_chain("builder-1.crt", "builder-1.key")
+req = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
+req = struct.pack(">I", len(req)) + req
+held, out = [], open(d + "/lines", "w")
+def frame_of(buf):
+    if len(buf) >= 4 and len(buf) >= 4 + struct.unpack(">I", buf[:4])[0]:
+        return json.loads(buf[4:4 + struct.unpack(">I", buf[:4])[0]])
+def tls_conn():
+    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+    inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(inc, outg, server_hostname="localhost")
+    first = b""
+    def pump():
+        nonlocal first
+        if outg.pending: raw.sendall(outg.read())
+        b = raw.recv(65536)
+        if not first: first = b
+        if not b: inc.write_eof()
+        else: inc.write(b)
+        return b
+    try:
+        while True:
+            try: obj.do_handshake(); break
+            except ssl.SSLWantReadError:
+                if not pump(): raise
+        obj.write(req); raw.sendall(outg.read())
+        buf = b""
+        while frame_of(buf) is None:
+            try: buf += obj.read(65536)
+            except ssl.SSLWantReadError:
+                if not pump(): break
+    except Exception as e:
+        buf = b""
+    if first and first[0] not in (20, 21, 22, 23):
+        return "plaintext %r" % first[:40]
+    r = frame_of(buf)
+    if r is None: return "nothing"
+    held.append(raw)
+    return "ok" if r.get("ok") else "tls-refused " + str(r.get("error"))
+for i in range(5):
+    out.write(tls_conn() + "\n"); out.flush()
+open(d + "/ready", "w").close()
+while not os.path.exists(d + "/go"): time.sleep(0.05)
+u = socket.socket(socket.AF_UNIX); u.connect(unix); u.sendall(req)
+buf = b""
+while frame_of(buf) is None:
+    b = u.recv(65536)
+    if not b: break
+    buf += b
+out.write("unix " + ("ok" if frame_of(buf) and frame_of(buf).get("ok") else "refused") + "\n")
+out.close()
+open(d + "/ready2", "w").close()
+while not os.path.exists(d + "/stop"): time.sleep(0.05)
+PY
+}
+
+# held: a daemon "lim" with --max-connections 4 and a holder that has
+# tried its 5 TLS connections; nth N: what the Nth got.
+held() {
+	tls_daemon lim --max-connections 4
+	mkdir -p hold
+	holder "$PORT" "$T/lim.sock" hold 2>hold/err 3>&- &
+	BG_PIDS+=($!)
+	run eventually 60 test -e hold/ready
+	assert_success
+}
+nth() { sed -n "${1}p" hold/lines; }
+
+@test "tls-limit-admits-three" {
+	held
+	assert_equal "$(sed -n 1,3p hold/lines | tr '\n' ' ')" "ok ok ok "
+}
+
+@test "tls-limit-refused-over-tls" {
+	held
+	assert_equal "$(nth 4)" "tls-refused too many connections, try again later"
+}
+
+@test "tls-limit-refused-never-plaintext" {
+	held
+	run cat hold/lines
+	refute_output --partial plaintext
+}
+
+@test "tls-limit-unix-slot-kept" {
+	held
+	run "$C" --server "unix:$T/lim.sock" status
+	assert_success
+}
+
+# Twin: the reserved slot is local's, but the limit still holds for local
+# peers once every slot is taken.
+@test "tls-limit-unix-takes-reserved-slot" {
+	held
+	touch hold/go
+	run eventually 10 test -e hold/ready2
+	assert_success
+	run grep -qx "unix ok" hold/lines
+	assert_success
+	# tls-limit-unix-refused-when-all-taken
+	run "$C" --server "unix:$T/lim.sock" status
+	assert_failure
+}
+
+# ---- idle connections are closed; active ones are not ------------------------
+# idler PORT UNIX DIR: silent and finished connections, UNIX and TLS,
+# authenticated and not; DIR/NAME appears when the daemon closes NAME.  Two
+# active clients send a status request every 0.2 s until DIR/stop and
+# report into DIR/NAME.replies.
+idler() {
+	exec python3 - "$@" <<'PY'
+import json, os, socket, ssl, struct, sys, threading, time
+port, unix, d = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.load_verify_locations("farm-ca.crt")
+ctx.load_cert_chain("builder-1.crt", "builder-1.key")
+req = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
+req = struct.pack(">I", len(req)) + req
+def reply(s):
+    buf = b""
+    while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
+        b = s.recv(65536)
+        if not b: raise EOFError
+        buf += b
+def unix_conn():
+    s = socket.socket(socket.AF_UNIX); s.connect(unix); return s
+def tls_conn():
+    return ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="localhost")
+def raw_conn():
+    return socket.create_connection(("127.0.0.1", port))
+def idle(name, s, ask):
+    try:
+        if ask: s.sendall(req); reply(s)
+        while s.recv(65536): pass
+    except (OSError, EOFError, ssl.SSLError):
+        pass
+    open(d + "/" + name, "w").close()
+def active(name, s):
+    n = 0
+    try:
+        while not os.path.exists(d + "/stop"):
+            s.sendall(req); reply(s); n += 1; time.sleep(0.2)
+        open(d + "/" + name + ".replies", "w").write("%d\n" % n)
+    except (OSError, EOFError, ssl.SSLError) as e:
+        open(d + "/" + name, "w").write("cut after %d: %r\n" % (n, e))
+ts = [threading.Thread(target=idle, args=a) for a in [
+    ("unix-silent", unix_conn(), False), ("unix-after-request", unix_conn(), True),
+    ("tls-handshake-silent", raw_conn(), False), ("tls-after-request", tls_conn(), True)]]
+ts += [threading.Thread(target=active, args=a) for a in [
+    ("unix-active", unix_conn()), ("tls-active", tls_conn())]]
+for t in ts: t.daemon = True; t.start()
+open(d + "/started", "w").close()
+for t in ts[4:]: t.join()
+PY
+}
+
+IDLERS="unix-silent unix-after-request tls-handshake-silent tls-after-request"
+all_closed() { for n in $IDLERS; do [ -e "idle/$n" ] || return 1; done; }
+
+# idling: a daemon with 2 s timeouts and an idler that connected to it.
+# A daemon without these options (the baseline) runs with its defaults, a
+# 30 s handshake timeout and no idle timeout: the cases below, which give
+# the daemon 20 s in all, fail on it.
+idling() {
+	local timeouts=(--idle-timeout 2 --handshake-timeout 2)
+	"$MODSIGND" --help | grep -q -- --idle-timeout || timeouts=()
+	tls_daemon idle "${timeouts[@]}"
+	mkdir -p idle
+	idler "$PORT" "$T/idle.sock" idle 2>idle/err 3>&- &
+	IDLE_PID=$!
+	BG_PIDS+=("$IDLE_PID")
+	run eventually 20 test -e idle/started
+	assert_success
+}
+
+@test "idle-connections-closed" {
+	idling
+	eventually 20 all_closed || true
+	# idle-unix-silent-closed, idle-unix-after-request-closed,
+	# idle-tls-handshake-silent-closed, idle-tls-after-request-closed
+	local open=
+	for n in $IDLERS; do [ -e "idle/$n" ] || open+=" idle-$n"; done
+	[ -z "$open" ] || { echo "not closed after 20 s:$open"; false; }
+}
+
+# Twins: the active clients, connected as long as the idle ones, are not
+# cut (the idle ones were closed after the timeout had passed).
+@test "idle-active-clients-not-cut" {
+	idling
+	eventually 20 all_closed || true
+	# idle-unix-active-not-cut, idle-tls-active-not-cut
+	for n in unix-active tls-active; do
+		[ ! -e "idle/$n" ] || { echo "idle-$n: $(cat "idle/$n")"; false; }
+	done
+	touch idle/stop
+	wait "$IDLE_PID" || true
+	# idle-active-clients-served
+	[ -s idle/unix-active.replies ] && [ -s idle/tls-active.replies ] ||
+		{ echo "replies: $(cat idle/*.replies 2>/dev/null | tr '\n' ' ')"; false; }
+}
+
+# ---- on SIGTERM, silent handshakes are not waited for ------------------------
+# The daemon waits up to 10 s for requests in flight; a peer that never
+# finishes its handshake has none, and must not hold the exit that long.
+
+# silent PORT DIR N: N raw connections to PORT that send nothing; DIR/held
+# once they are open, until DIR/stop.
+silent() {
+	exec python3 - "$@" <<'PY'
+import os, socket, sys, time
+s = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(int(sys.argv[3]))]
+open(sys.argv[2] + "/held", "w").close()
+while not os.path.exists(sys.argv[2] + "/stop"): time.sleep(0.05)
+PY
+}
+
+gone() { ! kill -0 "$DAEMON_PID" 2>/dev/null; }
+
+@test "sigterm-does-not-wait-for-silent-handshakes" {
+	tls_daemon term
+	mkdir -p term
+	silent "$PORT" term 4 3>&- &
+	BG_PIDS+=($!)
+	run eventually 10 test -e term/held
+	assert_success
+	# sigterm-with-silent-handshakes-still-signs
+	fresh term.ko
+	run "$C" --server "unix:$T/term.sock" sign term.ko
+	assert_success
+	kill "$DAEMON_PID"
+	run eventually 5 gone
+	assert_success
+}
