@@ -36,7 +36,10 @@ static int parse_sign(json_object *msg, struct request *req, const char **ret_er
 		return (*ret_err = "missing or bad \"digest\""), -EINVAL;
 	if (req->digest_len != digest_size(req->md))
 		return (*ret_err = "digest length does not match the hash"), -EINVAL;
-	if (proto_get_string(msg, "module", PROTO_MAX_MODULE, true, &req->module) < 0)
+	/* Only the client's word, for the audit log; but a record that
+	 * names no module at all is useless to whoever reads it. */
+	if (proto_get_string(msg, "module", PROTO_MAX_MODULE, true, &req->module) < 0 ||
+	    !req->module[0])
 		return (*ret_err = "missing or bad \"module\""), -EINVAL;
 	if (proto_get_bool(msg, "keyid", &req->use_keyid) < 0)
 		return (*ret_err = "bad \"keyid\""), -EINVAL;

@@ -173,3 +173,14 @@ PY
 	run as builder-1 sign z.ko
 	assert_success
 }
+
+@test "key-file-fifo-refused-at-once" {
+	# A FIFO where a key or PIN file should be held the daemon's start
+	# (and --check-config) for ever.
+	mkfifo k.pem
+	: >e.conf
+	run timeout 20 "$MODSIGND" --config e.conf --key "default=$T/k.pem" --check-config
+	assert_failure
+	refute [ "$status" -eq 124 ]
+	assert_output --partial "k.pem: not a regular file"
+}

@@ -259,6 +259,8 @@ static void test_module(void)
 	refused("module name of 4097 bytes", text, -EINVAL, "missing or bad \"module\"");
 	refused("module name with a NUL", SIGN_(",\"module\":\"a.ko\\u0000b\""), -EINVAL,
 		"missing or bad \"module\"");
+	refused("module name empty", SIGN_(",\"module\":\"\""), -EINVAL,
+		"missing or bad \"module\"");
 	refused("module name as a number",
 		"{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"sha256\",\"digest\":\"" SHA256_HEX
 		"\",\"module\":7}", -EINVAL, "missing or bad \"module\"");
