@@ -13,33 +13,6 @@ trap 'rm -f "$log" "$log.suite"' EXIT
 
 "$REPO/tests/fixtures.sh" || { echo "FAIL fixtures: cannot prepare real modules and sign-file"; echo "0 passed, 1 failed"; exit 1; }
 
-# run_bats FILE: a bats case file, its TAP turned into PASS/FAIL lines in
-# $log.suite (a skipped case is neither); a run that reports fewer cases
-# than its plan (a case file that died, a case that hung bats up) fails.
-run_bats() {
-	local tap=$log.suite.tap planned ran rc
-
-	bats --tap "$1" >"$tap" 2>&1
-	rc=$?
-	# A failed case's first diagnostics (bats-assert's "-- ... --" block)
-	# go on its FAIL line.
-	awk '
-	function flush() { if (f != "") print "FAIL " f (d != "" ? ":" d : ""); f = ""; d = "" }
-	/^ok [0-9]+ .* # skip/ { flush(); sub(/^ok [0-9]+ /, ""); print "SKIP " $0; next }
-	/^ok [0-9]+ / { flush(); sub(/^ok [0-9]+ /, ""); print "PASS " $0; next }
-	/^not ok [0-9]+ / { flush(); sub(/^not ok [0-9]+ /, ""); f = $0; n = 0; next }
-	/^# / && f != "" && n < 6 && !/^# \(in test file/ { sub(/^# +/, " "); d = d $0; n++; next }
-	END { flush() }' "$tap" >"$log.suite"
-	planned=$(sed -nE 's/^1\.\.([0-9]+)$/\1/p' "$tap" | head -n1)
-	ran=$(grep -cE '^(not )?ok [0-9]+ ' "$tap")
-	if [ -z "$planned" ] || [ "$ran" -ne "$planned" ]; then
-		echo "FAIL $(basename "$1"): ran $ran of ${planned:-no} planned cases" >>"$log.suite"
-		tail -n 5 "$tap" | sed 's/^/   /' >>"$log.suite"
-		return 1
-	fi
-	return "$rc"
-}
-
 suites=()
 for t in "$B"/tests/test-*; do [[ $t != *.d ]] && [ -x "$t" ] && suites+=("$t"); done
 for t in "$REPO"/tests/integration/*.sh "$REPO"/tests/integration/*.bats; do
@@ -53,7 +26,7 @@ for s in "${suites[@]}"; do
 	echo "== $name"
 	start=$SECONDS
 	case $s in
-	*.bats) run_bats "$s" ;;
+	*.bats) "$REPO/tests/bats-lines" "$s" >"$log.suite" 2>&1 ;;
 	*) "$s" >"$log.suite" 2>&1 ;;
 	esac
 	rc=$?

@@ -49,8 +49,10 @@ for t in "$SB"/tests/test-*; do
 	run_sanitized "unit-$(basename "$t")" "$t"
 done
 for s in basic errors concurrency; do
+	suite=("$REPO/tests/integration/$s.sh")
+	[ -e "${suite[0]}" ] || suite=("$REPO/tests/bats-lines" "$REPO/tests/integration/$s.bats")
 	run_sanitized "$s" env B="$SB" MODSIGND="$SB/modsignd" CLIENT="$SB/modsign-client" \
-		"$REPO/tests/integration/$s.sh"
+		"${suite[@]}"
 done
 
 # Twin: the same options catch a planted overflow and a planted leak.
