@@ -29,7 +29,7 @@ LDFLAGS  ?=
 ALL_LDFLAGS := -pie -Wl,-z,relro,-z,now $(LDFLAGS)
 LIBS     := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcrypto -ljson-c)
 
-# The lean client (see modsign-client/main.c) is linked statically: each
+# The lean client (see modsign-client/main-lean.c) is linked statically: each
 # shared object costs ~1 ms of a per-module signing command's ~3 ms here.
 # CLIENT_LINK=dynamic links it against the shared libraries instead, for
 # distributions that forbid static linking; it then loads libcrypto.
@@ -49,15 +49,20 @@ endif
 
 LIB_SRC    := $(wildcard lib/*.c)
 DAEMON_SRC := $(wildcard modsignd/*.c)
-CLIENT_SRC := $(filter-out modsign-client/digest-lowlevel.c,$(wildcard modsign-client/*.c))
-# The lean client: the signing commands over UNIX sockets, no TLS, no X.509.
-LEAN_SRC   := main.c conn.c sign.c modfile.c paths.c digest-lowlevel.c
 UNIT_SRC   := $(wildcard tests/unit/test-*.c)
+
+# The two clients, from one object tree: each is a list of objects.  The
+# lean client has a main of its own, stand-ins for TLS and for the
+# commands it hands to the full one, and its own hashing, which comes
+# before the library, whose EVP hashing it replaces.
+CLIENT_SHARED := client commands conn cmd-sign modfile paths
+LEAN_OBJ   := $(addprefix $(B)/obj/modsign-client/,$(addsuffix .o,\
+              main-lean $(CLIENT_SHARED) conn-tls-none handover digest-lowlevel))
+FULL_OBJ   := $(addprefix $(B)/obj/modsign-client/,$(addsuffix .o,\
+              main-full $(CLIENT_SHARED) conn-tls cmd-status cmd-cert cmd-verify cmd-strip))
 
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/obj/%.o) $(B)/obj/genkey_template.o
-CLIENT_OBJ := $(CLIENT_SRC:%.c=$(B)/obj/%.o)
-LEAN_OBJ   := $(LEAN_SRC:%.c=$(B)/obj/lean/%.o)
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%) $(B)/tests/test-digest-lowlevel
 
 all: $(B)/modsignd $(B)/modsign-client $(B)/modsign-client-full
@@ -68,33 +73,26 @@ $(B)/libmodsign.a: $(LIB_OBJ)
 $(B)/modsignd: $(DAEMON_OBJ) $(B)/libmodsign.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) -lpthread
 
-$(B)/modsign-client-full: $(CLIENT_OBJ) $(B)/libmodsign.a
+$(B)/modsign-client-full: $(FULL_OBJ) $(B)/libmodsign.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
-# The lean client's own hashing (digest-lowlevel.o) comes before the
-# library, whose EVP hashing it replaces.
 $(B)/modsign-client: $(LEAN_OBJ) $(B)/libmodsign.a $(B)/lean.flags
 	$(CC) $(LEAN_LDFLAGS) -o $@ $(LEAN_OBJ) $(B)/libmodsign.a $(LEAN_LIBS)
 
-# Relink and recompile the lean client when how it is linked, or where it
-# looks for modsign-client-full, changes.
+# Relink the lean client, and recompile its hand-over, when how it is
+# linked, or where it looks for modsign-client-full, changes.
 LEAN_FLAGS := $(LEAN_LDFLAGS) $(LEAN_LIBS) $(CLIENT_FULL_RELPATH)
 $(B)/lean.flags: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(LEAN_FLAGS)' | cmp -s - $@ || echo '$(LEAN_FLAGS)' > $@
 FORCE:
 
-$(B)/obj/modsign-client/%.o: modsign-client/%.c
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -DCONN_WITH_TLS=1 -c -o $@ $<
-
-$(B)/obj/lean/%.o: modsign-client/%.c $(B)/lean.flags
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -DCLIENT_LEAN=1 -DCLIENT_FULL_RELPATH='"$(CLIENT_FULL_RELPATH)"' -c -o $@ $<
+$(B)/obj/modsign-client/handover.o: $(B)/lean.flags
+$(B)/obj/modsign-client/handover.o: EXTRA_CFLAGS := -DCLIENT_FULL_RELPATH='"$(CLIENT_FULL_RELPATH)"'
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) $(EXTRA_CFLAGS) -c -o $@ $<
 
 # The certificate template is compiled into the daemon so that a one-time
 # key needs no file at all; --genkey-template overrides it.
@@ -112,7 +110,7 @@ $(B)/tests/%: tests/unit/%.c $(B)/libmodsign.a
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 
 # test-digest again, against the lean client's hashing.
-$(B)/tests/test-digest-lowlevel: tests/unit/test-digest.c $(B)/obj/lean/digest-lowlevel.o $(B)/libmodsign.a
+$(B)/tests/test-digest-lowlevel: tests/unit/test-digest.c $(B)/obj/modsign-client/digest-lowlevel.o $(B)/libmodsign.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
 

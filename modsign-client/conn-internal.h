@@ -2,7 +2,8 @@
 #ifndef MODSIGN_CLIENT_CONN_INTERNAL_H
 #define MODSIGN_CLIENT_CONN_INTERNAL_H
 
-/* What conn.c shares with its TLS transport, conn-tls.c. */
+/* What conn.c shares with its TLS transport, conn-tls.c (or its stand-in,
+ * conn-tls-none.c). */
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -36,11 +37,10 @@ struct conn {
 /* Give up on a daemon that does not answer (CONN_TIMEOUT_SEC). */
 void conn_set_timeouts(int fd);
 
-#if CONN_WITH_TLS
 /* Connect to "HOST:PORT" and complete the TLS handshake; on failure
- * *@ret_err may name the reason (else strerror of the result). */
+ * *@ret_err may name the reason (else strerror of the result).
+ * conn-tls.c; conn-tls-none.c, a client without TLS, refuses. */
 int conn_open_tls(struct conn *c, const char *host_port,
 		  const struct conn_tls *tls, const char **ret_err);
-#endif
 
 #endif

@@ -1,35 +1,20 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * modsign-client: sign kernel modules through modsignd.  Global options
- * come before the command, as in git.
- *
- * Built twice from these sources.  kbuild runs the client once per module,
- * so process start-up is most of a module's cost: the installed
- * `modsign-client` is the lean build (CLIENT_LEAN), statically linked
- * against the little it needs (json-c, SHA-2, libc), which signs over
- * UNIX sockets.  Everything else (tls: servers, verify, status, cert,
- * strip) it hands to `modsign-client-full` by exec, with the same
- * arguments.  See docs/PERFORMANCE.md for what this buys.
+ * modsign-client's shared part: the global options, which come before
+ * the command as in git, the environment and the config file behind
+ * them; the connection they describe; the one-line messages.  Both
+ * clients link it; each has its own main (main-lean.c, main-full.c).
  */
-#define _GNU_SOURCE /* O_PATH, environ */
 #include <errno.h>
-#include <fcntl.h>
 #include <libgen.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#if !CLIENT_LEAN
-#include <openssl/crypto.h>
-#endif
-
-#include "conf.h"
-
 #include "client.h"
+#include "conf.h"
 
 static void usage(FILE *f)
 {
@@ -153,100 +138,6 @@ static void from_env(struct global *g)
 		g->servers[g->n_servers++] = v;
 }
 
-#if !CLIENT_LEAN
-static bool all_servers_local(const struct global *g)
-{
-	for (size_t i = 0; i < g->n_servers; i++)
-		if (strncmp(g->servers[i], "unix:", 5) != 0)
-			return false;
-	return true;
-}
-
-/*
- * Parsing openssl.cnf only matters for TLS (the system's security level
- * and cipher policy): skip it when every server is local.
- */
-static void init_openssl(const struct global *g)
-{
-	if (all_servers_local(g))
-		OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
-}
-#else
-static bool any_tls_server(const struct global *g)
-{
-	for (size_t i = 0; i < g->n_servers; i++)
-		if (strncmp(g->servers[i], "tls:", 4) == 0)
-			return true;
-	return false;
-}
-
-/*
- * Open @path if it may be run in our place: a regular file owned by root
- * or by us, writable by nobody else, and not this very program (a lean
- * client installed under the full one's name would exec itself forever).
- */
-static int open_full(const char *path, const struct stat *self)
-{
-	struct stat st;
-	int fd = open(path, O_PATH | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (st.st_uid != 0 && st.st_uid != geteuid()) || (st.st_mode & 022) ||
-	    (st.st_dev == self->st_dev && st.st_ino == self->st_ino)) {
-		close(fd);
-		return -EPERM;
-	}
-	return fd;
-}
-
-/*
- * Run modsign-client-full with our arguments: installed at
- * CLIENT_FULL_RELPATH from our own directory (the Makefile computes it
- * from BINDIR and LIBEXECDIR), or next to us as in the build tree.  Found
- * from /proc/self/exe, not $PATH or the environment, so that it is always
- * the one installed with us.
- */
-static _noreturn_ void exec_full(char **argv, const char *why)
-{
-	static const char *const where[] = {
-		"%s/" CLIENT_FULL_RELPATH,
-		"%s/modsign-client-full",
-	};
-	char self[PATH_MAX], path[PATH_MAX + 256];
-	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	struct stat self_st;
-	int err = ENOENT;
-
-	if (n > 0 && stat("/proc/self/exe", &self_st) == 0) {
-		const char *dir;
-
-		self[n] = '\0';
-		dir = dirname(self);
-		for (size_t i = 0; i < ELEMENTSOF(where); i++) {
-			int fd;
-
-			snprintf(path, sizeof(path), where[i], dir);
-			fd = open_full(path, &self_st);
-			if (fd >= 0) {
-				int r;
-
-				fexecve(fd, argv, environ);
-				r = -errno;
-				close(fd);
-				fd = r;
-			}
-			if (fd != -ENOENT)
-				err = -fd;
-		}
-	}
-	warn_msg("%s needs modsign-client-full, which is not installed next to "
-		 "modsign-client: %s", why, strerror(err));
-	exit(1);
-}
-#endif
-
 static const char **global_slot(struct global *g, const char *opt)
 {
 	if (strcmp(opt, "--tls-ca") == 0)
@@ -296,68 +187,33 @@ static int parse_global(int argc, char **argv, struct global *g, int *ret_ind)
 		return r;
 	if (g->n_servers == 0)
 		g->servers[g->n_servers++] = CONN_DEFAULT_SERVER;
-#if !CLIENT_LEAN
-	init_openssl(g);
-#endif
 	*ret_ind = i;
 	return 0;
 }
 
-/* A report that did not reach stdout (a closed pipe: SIGPIPE is ignored
- * over TLS, see conn-tls.c; a full disk) is a failure, not exit 0. */
-static int stdout_ok(int rc)
+int client_parse(struct global *g, int argc, char **argv, const char **ret_cmd,
+		 int *ret_ind)
 {
-	if (fflush(stdout) == 0 && !ferror(stdout))
-		return rc;
-	warn_msg("cannot write to stdout: %s", strerror(errno));
-	return rc ? rc : 1;
-}
+	int ind, r;
 
-int main(int argc, char **argv)
-{
-	static const struct {
-		const char *name;
-		int (*fn)(const struct global *, int, char **);
-	} cmds[] = {
-		{ "sign", cmd_sign },     { "sign-file", cmd_sign_file },
-#if !CLIENT_LEAN
-		{ "status", cmd_status }, { "cert", cmd_cert },
-		{ "verify", cmd_verify }, { "strip", cmd_strip },
-#endif
-	};
-#if CLIENT_LEAN
-	/* modsign-client-full's commands */
-	static const char *const full_only[] = { "status", "cert", "verify", "strip" };
-#endif
-	struct global g = { 0 };
-	int ind;
-
+	g->argv = argv;
 	/* Installed as scripts/sign-file, behave as it. */
 	if (strcmp(basename(argv[0]), "sign-file") == 0) {
-		if (parse_global(1, argv, &g, &ind) < 0)
-			return EXIT_USAGE;
-#if CLIENT_LEAN
-		if (any_tls_server(&g))
-			exec_full(argv, "a tls: server");
-#endif
-		return cmd_sign_file(&g, argc, argv);
+		r = parse_global(1, argv, g, &ind);
+		if (r < 0)
+			return r;
+		*ret_cmd = "sign-file";
+		*ret_ind = 0;
+		return 0;
 	}
-	if (parse_global(argc, argv, &g, &ind) < 0)
-		return EXIT_USAGE;
+	r = parse_global(argc, argv, g, &ind);
+	if (r < 0)
+		return r;
 	if (ind >= argc) {
 		usage(stderr);
-		return EXIT_USAGE;
+		return -EINVAL;
 	}
-#if CLIENT_LEAN
-	if (any_tls_server(&g))
-		exec_full(argv, "a tls: server");
-	for (size_t i = 0; i < ELEMENTSOF(full_only); i++)
-		if (strcmp(argv[ind], full_only[i]) == 0)
-			exec_full(argv, argv[ind]);
-#endif
-	for (size_t i = 0; i < ELEMENTSOF(cmds); i++)
-		if (strcmp(argv[ind], cmds[i].name) == 0)
-			return stdout_ok(cmds[i].fn(&g, argc - ind, argv + ind));
-	warn_msg("unknown command '%s' (try --help)", argv[ind]);
-	return EXIT_USAGE;
+	*ret_cmd = argv[ind];
+	*ret_ind = ind;
+	return 0;
 }
