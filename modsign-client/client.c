@@ -2,8 +2,8 @@
 /*
  * modsign-client's shared part: the global options, which come before
  * the command as in git, the environment and the config file behind
- * them; the connection they describe; the one-line messages.  Both
- * clients link it; each has its own main (main-lean.c, main-full.c).
+ * them; the connection they describe; the one-line messages.  main.c
+ * runs the command they precede.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -196,7 +196,6 @@ int client_parse(struct global *g, int argc, char **argv, const char **ret_cmd,
 {
 	int ind, r;
 
-	g->argv = argv;
 	/* Installed as scripts/sign-file, behave as it. */
 	if (strcmp(basename(argv[0]), "sign-file") == 0) {
 		r = parse_global(1, argv, g, &ind);

@@ -5,8 +5,8 @@
 /*
  * What every modsign-client command shares (client.c): the global options
  * (command line, environment, config file), the connection they describe,
- * and the one-line error messages.  Linked by both clients; knows no
- * command (commands.h has those).
+ * and the one-line error messages.  Knows no command (commands.h has
+ * those).
  */
 
 #include <stdbool.h>
@@ -21,7 +21,6 @@
 #define CLIENT_SYSTEM_CONFIG "/etc/modsign/client.conf"
 
 struct global {
-	char **argv; /* the whole command line, for a hand-over by exec */
 	const char *servers[CONN_MAX_SERVERS];
 	size_t n_servers;
 	struct conn_tls tls;

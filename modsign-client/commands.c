@@ -1,9 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/*
- * The command table, the only one.  Both clients link it; the lean one
- * links handover.c for the commands it leaves to modsign-client-full, so
- * which client runs a command is decided by the objects linked, not here.
- */
+/* The command table. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

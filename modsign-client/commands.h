@@ -8,9 +8,7 @@
  * file or request failed, EXIT_USAGE.  Errors are one line on stderr.
  *
  * cmd-sign.c holds sign and sign-file; cmd-status.c, cmd-cert.c,
- * cmd-verify.c and cmd-strip.c the others.  The lean client links
- * handover.c in place of those four: there each hands the process over
- * to modsign-client-full.
+ * cmd-verify.c and cmd-strip.c the others.
  */
 
 #include "client.h"

@@ -2,8 +2,7 @@
 #ifndef MODSIGN_CLIENT_CONN_INTERNAL_H
 #define MODSIGN_CLIENT_CONN_INTERNAL_H
 
-/* What conn.c shares with its TLS transport, conn-tls.c (or its stand-in,
- * conn-tls-none.c). */
+/* What conn.c shares with its TLS transport, conn-tls.c. */
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -38,8 +37,7 @@ struct conn {
 void conn_set_timeouts(int fd);
 
 /* Connect to "HOST:PORT" and complete the TLS handshake; on failure
- * *@ret_err may name the reason (else strerror of the result).
- * conn-tls.c; conn-tls-none.c, a client without TLS, refuses. */
+ * *@ret_err may name the reason (else strerror of the result). */
 int conn_open_tls(struct conn *c, const char *host_port,
 		  const struct conn_tls *tls, const char **ret_err);
 

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Connections to modsignd, and the UNIX-socket transport.  TLS lives in
- * conn-tls.c, which modsign-client-full links; the lean client links
- * conn-tls-none.c in its place (see main-lean.c).
+ * conn-tls.c.
  */
 #include <errno.h>
 #include <stdio.h>
