@@ -1,6 +1,5 @@
 # modsign — kernel module signing service.
-#   make            build build/modsignd, build/modsign-client and
-#                   build/modsign-client-full
+#   make            build build/modsignd and build/modsign-client
 #   make check      install test dependencies, build, run the whole suite
 #   make demo       sign and verify a real module with a one-time key
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -9,7 +8,6 @@ VERSION  := 0.1
 PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
 SBINDIR  ?= $(PREFIX)/sbin
-LIBEXECDIR ?= $(PREFIX)/libexec
 DATADIR  ?= $(PREFIX)/share/modsign
 MANDIR   ?= $(PREFIX)/share/man
 UNITDIR  ?= $(PREFIX)/lib/systemd/system
@@ -29,38 +27,27 @@ LDFLAGS  ?=
 ALL_LDFLAGS := -pie -Wl,-z,relro,-z,now $(LDFLAGS)
 LIBS     := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcrypto -ljson-c)
 
-# The lean client (see modsign-client/main.c) is linked statically: each
-# shared object costs ~1 ms of a per-module signing command's ~3 ms here.
-# CLIENT_LINK=dynamic links it against the shared libraries instead, for
-# distributions that forbid static linking; it then loads libcrypto.
-CLIENT_LINK ?= static
-LEAN_LIBS   := -ljson-c -lcrypto
-LEAN_LDFLAGS := $(if $(filter static,$(CLIENT_LINK)),-static-pie,-pie) -Wl,-z,relro,-z,now $(LDFLAGS)
-# Where the lean client finds modsign-client-full, from its own directory.
-CLIENT_FULL_RELPATH := $(shell realpath -m --relative-to=$(BINDIR) $(LIBEXECDIR)/modsign/modsign-client-full)
-
 ifneq ($(SAN),)
 B        := build/san
 ALL_CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all -U_FORTIFY_SOURCE
 ALL_LDFLAGS += -fsanitize=address,undefined
-# The sanitizers' runtimes are shared objects.
-LEAN_LDFLAGS := -pie -fsanitize=address,undefined $(LDFLAGS)
 endif
 
 LIB_SRC    := $(wildcard lib/*.c)
 DAEMON_SRC := $(wildcard modsignd/*.c)
-CLIENT_SRC := $(filter-out modsign-client/digest-lowlevel.c,$(wildcard modsign-client/*.c))
-# The lean client: the signing commands over UNIX sockets, no TLS, no X.509.
-LEAN_SRC   := main.c conn.c sign.c modfile.c paths.c digest-lowlevel.c
 UNIT_SRC   := $(wildcard tests/unit/test-*.c)
+
+# One client, linked against the shared libraries (a leaner second build
+# for kbuild's per-module path saved less than 10% of it once dynamically
+# linked too: docs/PERFORMANCE.md, "One client or two").
+CLIENT_OBJ := $(addprefix $(B)/obj/modsign-client/,$(addsuffix .o,main client commands \
+              conn conn-tls cmd-sign cmd-status cmd-cert cmd-verify cmd-strip modfile paths))
 
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/obj/%.o) $(B)/obj/genkey_template.o
-CLIENT_OBJ := $(CLIENT_SRC:%.c=$(B)/obj/%.o)
-LEAN_OBJ   := $(LEAN_SRC:%.c=$(B)/obj/lean/%.o)
-UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%) $(B)/tests/test-digest-lowlevel
+UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-all: $(B)/modsignd $(B)/modsign-client $(B)/modsign-client-full
+all: $(B)/modsignd $(B)/modsign-client
 
 $(B)/libmodsign.a: $(LIB_OBJ)
 	ar rcs $@ $^
@@ -68,29 +55,8 @@ $(B)/libmodsign.a: $(LIB_OBJ)
 $(B)/modsignd: $(DAEMON_OBJ) $(B)/libmodsign.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) -lpthread
 
-$(B)/modsign-client-full: $(CLIENT_OBJ) $(B)/libmodsign.a
+$(B)/modsign-client: $(CLIENT_OBJ) $(B)/libmodsign.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
-
-# The lean client's own hashing (digest-lowlevel.o) comes before the
-# library, whose EVP hashing it replaces.
-$(B)/modsign-client: $(LEAN_OBJ) $(B)/libmodsign.a $(B)/lean.flags
-	$(CC) $(LEAN_LDFLAGS) -o $@ $(LEAN_OBJ) $(B)/libmodsign.a $(LEAN_LIBS)
-
-# Relink and recompile the lean client when how it is linked, or where it
-# looks for modsign-client-full, changes.
-LEAN_FLAGS := $(LEAN_LDFLAGS) $(LEAN_LIBS) $(CLIENT_FULL_RELPATH)
-$(B)/lean.flags: FORCE
-	@mkdir -p $(dir $@)
-	@echo '$(LEAN_FLAGS)' | cmp -s - $@ || echo '$(LEAN_FLAGS)' > $@
-FORCE:
-
-$(B)/obj/modsign-client/%.o: modsign-client/%.c
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -DCONN_WITH_TLS=1 -c -o $@ $<
-
-$(B)/obj/lean/%.o: modsign-client/%.c $(B)/lean.flags
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -DCLIENT_LEAN=1 -DCLIENT_FULL_RELPATH='"$(CLIENT_FULL_RELPATH)"' -c -o $@ $<
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -120,11 +86,6 @@ $(B)/tests/test-modfile: $(B)/obj/modsign-client/modfile.o
 # request.o's reply builders describe keys: the keystore comes whole.
 $(B)/tests/test-request: $(filter-out $(B)/obj/modsignd/main.o,$(DAEMON_OBJ))
 
-# test-digest again, against the lean client's hashing.
-$(B)/tests/test-digest-lowlevel: tests/unit/test-digest.c $(B)/obj/lean/digest-lowlevel.o $(B)/libmodsign.a
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
-
 unit: $(UNIT_BIN)
 
 deps:
@@ -150,8 +111,6 @@ install: all
 	install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(DATADIR)
 	install -m 0755 $(B)/modsignd $(DESTDIR)$(SBINDIR)/modsignd
 	install -m 0755 $(B)/modsign-client $(DESTDIR)$(BINDIR)/modsign-client
-	install -d $(DESTDIR)$(LIBEXECDIR)/modsign
-	install -m 0755 $(B)/modsign-client-full $(DESTDIR)$(LIBEXECDIR)/modsign/modsign-client-full
 	install -m 0644 keygen/x509.genkey.in $(DESTDIR)$(DATADIR)/x509.genkey.in
 	install -m 0644 systemd/modsignd.conf.example $(DESTDIR)$(DATADIR)/modsignd.conf.example
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
@@ -171,7 +130,7 @@ clean:
 	       build/modsign-client-full \
 	       build/libmodsign.a build/genkey_template.c
 
-.PHONY: FORCE all unit deps check check-quick qemu-check demo install format clean
+.PHONY: all unit deps check check-quick qemu-check demo install format clean
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
 
 # ---- fuzzing and sanitizers (tests/fuzz) ----

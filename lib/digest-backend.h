@@ -5,10 +5,9 @@
 /*
  * What digest.c needs from a hashing implementation.  libmodsign's is
  * OpenSSL's EVP (digest-evp.c): it goes through the providers, so a FIPS
- * configuration applies.  The lean client links its own,
- * modsign-client/digest-lowlevel.c, ahead of the library: OpenSSL's
- * low-level SHA-2 functions, which need neither the providers nor the
- * shared libcrypto (docs/PERFORMANCE.md).  Exactly one is linked.
+ * configuration applies.  A program may link another ahead of the
+ * library (a lean client once linked OpenSSL's low-level SHA-2 here:
+ * docs/PERFORMANCE.md, "One client or two"); exactly one is linked.
  */
 
 #include <stddef.h>

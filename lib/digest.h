@@ -10,9 +10,8 @@
  * sha224, but sha1 is broken for signatures and neither is offered by
  * CONFIG_MODULE_SIG_SHA*; md5 was never accepted.
  *
- * The hashing itself is done by one of two implementations
- * (digest-backend.h): OpenSSL's EVP in libmodsign, the low-level SHA-2
- * functions in the lean client.
+ * The hashing itself is done behind digest-backend.h: OpenSSL's EVP in
+ * libmodsign.
  */
 #define DIGEST_MAX_LEN 64 /* SHA-512 */
 #define DIGEST_DEFAULT "sha256"

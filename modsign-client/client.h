@@ -3,16 +3,19 @@
 #define MODSIGN_CLIENT_H
 
 /*
- * modsign-client commands.  Each returns the process exit status:
- * 0 success, 1 a file or request failed, 2 usage error.
- * Errors are one line on stderr: "modsign-client: WHAT: why".
+ * What every modsign-client command shares (client.c): the global options
+ * (command line, environment, config file), the connection they describe,
+ * and the one-line error messages.  Knows no command (commands.h has
+ * those).
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "conn.h"
 #include "macro.h"
 
+/* Exit statuses: 0 success, 1 a file or request failed, 2 usage error. */
 #define EXIT_USAGE 2
 
 #define CLIENT_SYSTEM_CONFIG "/etc/modsign/client.conf"
@@ -25,20 +28,21 @@ struct global {
 	size_t n_strings;
 };
 
+/* "modsign-client: WHAT: why" on stderr. */
 void warn_msg(const char *fmt, ...) _printf_(1, 2);
+
+/*
+ * Read the global options before the command, then the environment and
+ * the config file, into @g.  On success *@ret_cmd is the command's name
+ * and *@ret_ind its index in @argv: invoked as "sign-file" (installed as
+ * scripts/sign-file), the program is that command and takes no global
+ * options.  --help and --version print and exit 0; a usage error is
+ * printed and returns a negative errno.
+ */
+int client_parse(struct global *g, int argc, char **argv, const char **ret_cmd,
+		 int *ret_ind);
 
 /* Connect as the global options say, or print why not. */
 int client_connect(const struct global *g, struct conn **ret);
-
-int cmd_status(const struct global *g, int argc, char **argv);
-int cmd_cert(const struct global *g, int argc, char **argv);
-int cmd_sign(const struct global *g, int argc, char **argv);
-int cmd_sign_file(const struct global *g, int argc, char **argv);
-int cmd_verify(const struct global *g, int argc, char **argv);
-int cmd_strip(const struct global *g, int argc, char **argv);
-
-/* Fetch the certificate of @key (NULL: default) from the daemon. */
-struct x509_st;
-int fetch_cert(struct conn *c, const char *key, struct x509_st **ret);
 
 #endif

@@ -36,11 +36,9 @@ struct conn {
 /* Give up on a daemon that does not answer (CONN_TIMEOUT_SEC). */
 void conn_set_timeouts(int fd);
 
-#if CONN_WITH_TLS
 /* Connect to "HOST:PORT" and complete the TLS handshake; on failure
  * *@ret_err may name the reason (else strerror of the result). */
 int conn_open_tls(struct conn *c, const char *host_port,
 		  const struct conn_tls *tls, const char **ret_err);
-#endif
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Connections to modsignd, and the UNIX-socket transport.  TLS lives in
- * conn-tls.c, which only modsign-client-full links (see main.c).
+ * conn-tls.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -53,15 +53,8 @@ static int open_one(const char *addr, const struct conn_tls *tls, struct conn **
 	c->next_id = 1;
 	if (strncmp(addr, "unix:", 5) == 0)
 		r = open_unix(c, addr + 5);
-#if CONN_WITH_TLS
 	else if (strncmp(addr, "tls:", 4) == 0)
 		r = conn_open_tls(c, addr + 4, tls, ret_err);
-#else
-	else if ((void)tls, strncmp(addr, "tls:", 4) == 0) {
-		*ret_err = "tls: servers need modsign-client-full";
-		r = -EPROTONOSUPPORT;
-	}
-#endif
 	else {
 		*ret_err = "unsupported address (expected unix:PATH or tls:HOST:PORT)";
 		r = -EINVAL;

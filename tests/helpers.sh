@@ -51,15 +51,14 @@ start_daemon() {
 	DAEMON_PIDS+=("$MODSIGND_PID")
 }
 
-# A copy of the client (and the full client it hands over to) that other
+# A copy of the client that other
 # users can run: the checkout may sit in a directory only its owner can
 # enter, such as a fresh clone under mktemp -d.
 nobody_client() {
 	if [ ! -x "$T/bin/modsign-client" ]; then
 		mkdir -p "$T/bin"
 		cp "$CLIENT" "$T/bin/modsign-client"
-		cp "$(dirname "$CLIENT")/modsign-client-full" "$T/bin/modsign-client-full"
-		chmod 755 "$T/bin" "$T/bin/modsign-client" "$T/bin/modsign-client-full"
+		chmod 755 "$T/bin" "$T/bin/modsign-client"
 	fi
 	echo "$T/bin/modsign-client"
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * lib/digest.c and lib/certfp.c do without OpenSSL's EVP and PEM code so
- * that the lean client links none of it.  Check them against EVP_Digest()
- * and OpenSSL's own DER encoding of a certificate it wrote as PEM.
+ * lib/digest.c and lib/certfp.c, the client's hashing and certificate
+ * reading: check them against EVP_Digest() and OpenSSL's own DER encoding
+ * of a certificate it wrote as PEM.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -14,6 +14,7 @@
 
 #include "certfp.h"
 #include "client.h"
+#include "commands.h"
 #include "modfile.h"
 #include "paths.h"
 #include "util.h"

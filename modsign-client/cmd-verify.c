@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* verify and strip: offline, no daemon needed (verify --key asks it for
- * the certificate only). */
+/* verify: check module signatures by the kernel's rules, offline (verify
+ * --key asks the daemon for the certificate only). */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -8,6 +8,7 @@
 
 #include "cert.h"
 #include "client.h"
+#include "commands.h"
 #include "modfile.h"
 #include "pkcs7.h"
 #include "util.h"
@@ -73,7 +74,7 @@ static int load_verify_cert(const struct global *g, const char *path,
 		return r;
 	}
 	r = client_connect(g, &c);
-	return r < 0 ? r : fetch_cert(c, key, ret);
+	return r < 0 ? r : cmd_cert_fetch(c, key, ret);
 }
 
 int cmd_verify(const struct global *g, int argc, char **argv)
@@ -104,39 +105,5 @@ int cmd_verify(const struct global *g, int argc, char **argv)
 		return 1;
 	for (int i = optind; i < argc; i++)
 		failed += verify_one(argv[i], cert) < 0;
-	return failed ? 1 : 0;
-}
-
-static int strip_one(const char *path)
-{
-	struct modfile m;
-	const char *why;
-	int r;
-
-	r = modfile_open(path, true, &m, &why);
-	if (r < 0) {
-		warn_msg("%s: %s", path, why ?: strerror(-r));
-		return r;
-	}
-	if (m.sig.sig_len > 0) {
-		r = modfile_write(&m, NULL, NULL, 0, &why);
-		if (r < 0)
-			warn_msg("%s: %s%s%s", path, why ?: "", why ? ": " : "",
-				 strerror(-r));
-	}
-	modfile_close(&m);
-	return r;
-}
-
-int cmd_strip(const struct global *g _unused_, int argc, char **argv)
-{
-	int failed = 0;
-
-	if (argc < 2) {
-		warn_msg("strip: no modules given");
-		return EXIT_USAGE;
-	}
-	for (int i = 1; i < argc; i++)
-		failed += strip_one(argv[i]) < 0;
 	return failed ? 1 : 0;
 }

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* cert: print a key's certificate, as the daemon hands it out. */
+#include <errno.h>
+#include <getopt.h>
+#include <openssl/pem.h>
+#include <stdio.h>
+
+#include "cert.h"
+#include "client.h"
+#include "commands.h"
+#include "util.h"
+
+int cmd_cert_fetch(struct conn *c, const char *key, X509 **ret)
+{
+	_cleanup_(json_object_putp) json_object *req = NULL, *reply = NULL;
+	_cleanup_(freep) uint8_t *der = NULL;
+	const char *err, *b64;
+	size_t len;
+	int r;
+
+	req = proto_request_new(conn_next_id(c), "cert");
+	if (!req)
+		return -ENOMEM;
+	if (key)
+		json_object_object_add(req, "key", json_object_new_string(key));
+	r = conn_call(c, req, &reply, &err);
+	if (r < 0) {
+		warn_msg("%s: %s", key ?: "default key", r == -EREMOTEIO ? err : conn_strerror(c, r));
+		return r;
+	}
+	if (proto_get_string(reply, "cert", PROTO_MAX_FRAME, true, &b64) < 0 ||
+	    base64_decode(b64, &der, &len) < 0 || cert_from_der(der, len, ret) < 0) {
+		warn_msg("malformed certificate from modsignd");
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+int cmd_cert(const struct global *g, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "key", required_argument, NULL, 'k' },
+		{ "der", no_argument, NULL, 'd' },
+		{}
+	};
+	_cleanup_(conn_closep) struct conn *c = NULL;
+	_cleanup_(X509_freep) X509 *cert = NULL;
+	const char *key = NULL;
+	bool der = false;
+	int o, ok;
+
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+		if (o == 'k')
+			key = optarg;
+		else if (o == 'd')
+			der = true;
+		else
+			return EXIT_USAGE;
+	}
+	if (optind != argc) {
+		warn_msg("cert: unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	if (client_connect(g, &c) < 0 || cmd_cert_fetch(c, key, &cert) < 0)
+		return 1;
+	ok = der ? i2d_X509_fp(stdout, cert) : PEM_write_X509(stdout, cert);
+	if (!ok || fflush(stdout) != 0) {
+		warn_msg("cannot write the certificate to stdout");
+		return 1;
+	}
+	return 0;
+}
