@@ -9,6 +9,7 @@
  */
 
 #include <openssl/evp.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <stddef.h>
 
@@ -32,5 +33,12 @@
  */
 int keyfile_read(const char *path, EVP_PKEY **ret_key, X509 **ret_cert, char *why,
 		 size_t why_size);
+
+/*
+ * TLS's own key (the daemon's --tls-key, a builder's): keyfile_read() of
+ * @path into @ctx, whose certificate must already be set and match it.
+ * Errors as keyfile_read(), and -EINVAL "does not match" in @why.
+ */
+int keyfile_use_tls(SSL_CTX *ctx, const char *path, char *why, size_t why_size);
 
 #endif

@@ -4,6 +4,7 @@
  * --tls-ca and the name it was asked for, our certificate for mutual TLS.
  */
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "conn-internal.h"
+#include "keyfile.h"
 #include "util.h"
 
 struct tls_state {
@@ -59,6 +61,7 @@ static const char *ssl_reason(void)
 
 static int tls_context(const struct conn_tls *tls, SSL_CTX **ret, const char **ret_err)
 {
+	static char key_why[PATH_MAX + 128]; /* *@ret_err: one client, one context */
 	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
 
 	if (!ctx)
@@ -71,9 +74,8 @@ static int tls_context(const struct conn_tls *tls, SSL_CTX **ret, const char **r
 		*ret_err = tls->ca;
 	else if (tls->cert && SSL_CTX_use_certificate_chain_file(ctx, tls->cert) != 1)
 		*ret_err = tls->cert;
-	else if (tls->key && (SSL_CTX_use_PrivateKey_file(ctx, tls->key, SSL_FILETYPE_PEM) != 1 ||
-			      SSL_CTX_check_private_key(ctx) != 1))
-		*ret_err = tls->key;
+	else if (tls->key && keyfile_use_tls(ctx, tls->key, key_why, sizeof(key_why)) < 0)
+		*ret_err = key_why; /* refused as every key file is: mode, owner, link */
 	else {
 		*ret = ctx;
 		return 0;

@@ -50,20 +50,6 @@ static int verify_cb(int ok, X509_STORE_CTX *ctx)
 	return 1;
 }
 
-/* The server's key, read as every key file is (keyfile.h). */
-static int use_key(SSL_CTX *ctx, const char *path, char *why, size_t why_size)
-{
-	_cleanup_(EVP_PKEY_freep) EVP_PKEY *pkey = NULL;
-	int r = keyfile_read(path, &pkey, NULL, why, why_size);
-
-	if (r < 0)
-		return r;
-	if (SSL_CTX_use_PrivateKey(ctx, pkey) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
-		snprintf(why, why_size, "%s: does not match --tls-cert", path);
-		return -EINVAL;
-	}
-	return 0;
-}
 
 int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, char *why, size_t why_size)
 {
@@ -87,7 +73,7 @@ int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, char *why, size_t w
 		snprintf(why, why_size, "%s: unreadable or invalid", cfg->cert);
 		goto fail;
 	}
-	if ((r = use_key(ctx, cfg->key, why, why_size)) < 0)
+	if ((r = keyfile_use_tls(ctx, cfg->key, why, why_size)) < 0)
 		goto fail;
 	r = -EINVAL;
 	if (SSL_CTX_load_verify_locations(ctx, cfg->client_ca, NULL) != 1) {

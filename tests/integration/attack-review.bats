@@ -184,3 +184,18 @@ PY
 	refute [ "$status" -eq 124 ]
 	assert_output --partial "k.pem: not a regular file"
 }
+
+@test "client-tls-key-readable-by-others-refused" {
+	# The builder's own TLS key is as secret as the daemon's: refused by
+	# the same check when group or others may read it.
+	tls_pki
+	tls_daemon
+	chmod 0644 builder-1.key
+	run as builder-1 status
+	assert_failure
+	assert_output --partial "builder-1.key: mode 0644"
+	# Twin: 0600, served.
+	chmod 0600 builder-1.key
+	run as builder-1 status
+	assert_success
+}
