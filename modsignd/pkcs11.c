@@ -64,9 +64,6 @@ struct pkcs11_key {
 	uint64_t last_try_ms; /* last re-open attempt */
 	bool pin_refused;     /* the PIN file as it was in @refused was refused */
 	struct stat refused;
-#ifdef PKCS11_ONE_LOCK
-	pthread_mutex_t sign_lock; /* measurement build: one signer per key */
-#endif
 };
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(P11KitUri *, p11_kit_uri_free)
@@ -466,9 +463,6 @@ int pkcs11_key_open(const char *uri, const struct pkcs11_options *opt,
 	if (!pk)
 		return -ENOMEM;
 	pthread_rwlock_init(&pk->lock, NULL);
-#ifdef PKCS11_ONE_LOCK
-	pthread_mutex_init(&pk->sign_lock, NULL);
-#endif
 	r = uri_parse(uri, &pk->uri, ret_err);
 	if (r < 0)
 		goto fail;
@@ -513,14 +507,8 @@ static int sign_once(struct pkcs11_key *pk, const struct digest *md, const uint8
 	pthread_rwlock_rdlock(&pk->lock);
 	*ret_gen = pk->gen;
 	if (pk->pkey) {
-#ifdef PKCS11_ONE_LOCK
-		pthread_mutex_lock(&pk->sign_lock);
-#endif
 		r = pkcs7_sign_digest(pk->cert, pk->pkey, md, digest, digest_len,
 				      use_keyid, ret_der, ret_len);
-#ifdef PKCS11_ONE_LOCK
-		pthread_mutex_unlock(&pk->sign_lock);
-#endif
 		ERR_clear_error();
 	}
 	pthread_rwlock_unlock(&pk->lock);
@@ -686,8 +674,5 @@ void pkcs11_key_free(struct pkcs11_key *pk)
 	p11_kit_uri_free(pk->uri);
 	free(pk->pin_path);
 	pthread_rwlock_destroy(&pk->lock);
-#ifdef PKCS11_ONE_LOCK
-	pthread_mutex_destroy(&pk->sign_lock);
-#endif
 	free(pk);
 }

@@ -3,8 +3,8 @@
 # SIGS copies of a small real module, against one modsignd binary.
 #   tests/hsm-bench.sh [MODSIGND] [WORKERS] [CLIENTS] [SIGS]
 # Prints one line per key: signatures, seconds, signatures per second.
-# docs/HSM.md compares the normal build (libp11's session pool) with one
-# built with -DPKCS11_ONE_LOCK (one signature at a time per key).
+# docs/HSM.md has its figures for libp11's session pool (and, measured
+# once, for one signature at a time per key).
 . "$(dirname "$0")/lib.sh"
 MODSIGND=${1:-$MODSIGND}
 WORKERS=${2:-$(nproc)}
