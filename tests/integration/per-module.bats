@@ -1,0 +1,175 @@
+#!/usr/bin/env bats
+# kbuild's per-module path: one `modsign-client sign-file` process per
+# module.  There is one client, dynamically linked as Debian requires (a
+# second, leaner build saved less than 10% of this path:
+# docs/PERFORMANCE.md, "One client or two"); what it signs this way is the
+# kernel's sign-file's output, byte for byte.
+#
+# One daemon for the file (setup_file), with a PEM key as kbuild's
+# certs/signing_key.pem: every case signs with it and only reads it.
+
+load ../common
+
+setup_file() {
+	local F=$BATS_FILE_TMPDIR
+
+	openssl req -new -nodes -x509 -batch -days 2 -sha256 -subj "/CN=per-module test" \
+		-addext "keyUsage=digitalSignature" -newkey rsa:2048 \
+		-keyout "$F/key.pem" -out "$F/cert.pem" 2>/dev/null
+	cat "$F/cert.pem" >>"$F/key.pem"
+	chmod 600 "$F/key.pem"
+	T=$F
+	DAEMON_PIDS=()
+	start_daemon "$F/sock" --key default="$F/key.pem"
+	echo "$DAEMON_PID" >"$F/daemon.pid"
+}
+
+teardown_file() {
+	stop_daemon "$(cat "$BATS_FILE_TMPDIR/daemon.pid")"
+}
+
+setup() {
+	case_setup
+	F=$BATS_FILE_TMPDIR
+	export MODSIGN_SERVER=unix:$F/sock
+	SF=$REPO/build/fixtures/sign-file
+}
+
+stripped() { # FILE...: copies of a real module without its signature
+	local f mod
+	mod=$(real_modules 1)
+	for f; do cp "$mod" "$f" && "$C" strip "$f" >/dev/null; done
+}
+
+@test "client-is-dynamic" {
+	# Linked as Debian requires: against the shared libraries, none linked in.
+	run readelf -d "$CLIENT"
+	assert_output --partial "libcrypto"
+	run sh -c "readelf -l '$CLIENT' | grep -q 'Requesting program interpreter'"
+	assert_success
+	run sh -c "nm '$CLIENT' 2>/dev/null | grep -q ' T SHA256_Init'"
+	assert_failure
+	run sh -c "nm -D '$CLIENT' | grep -q EVP_DigestInit_ex"
+	assert_success
+}
+
+@test "per-module-identical-to-sign-file" {
+	# One process per module, as kbuild calls it: the same bytes as the
+	# kernel's sign-file with the same key (PKCS#1 v1.5 is deterministic).
+	stripped a.ko s.ko
+	"$C" sign-file sha512 modsign:default "$F/cert.pem" a.ko
+	"$SF" sha512 "$F/key.pem" "$F/cert.pem" s.ko
+	cmp a.ko s.ko
+	run "$C" verify --cert "$F/cert.pem" a.ko
+	assert_success
+}
+
+@test "per-module-differs-by-hash" {
+	# Twin: another hash makes other bytes.
+	stripped a.ko b.ko
+	"$C" sign-file sha512 modsign:default "$F/cert.pem" a.ko
+	"$C" sign-file sha256 modsign:default "$F/cert.pem" b.ko
+	run cmp a.ko b.ko
+	assert_failure
+}
+
+@test "per-module-tampered-fails" {
+	stripped t.ko
+	"$C" sign-file sha512 modsign:default "$F/cert.pem" t.ko
+	flip_byte t.ko 100
+	run "$C" verify --cert "$F/cert.pem" t.ko
+	assert_failure
+}
+
+@test "unknown-command-usage" {
+	stripped u.ko
+	sum=$(sha u.ko)
+	run "$C" frobnicate u.ko
+	assert_equal "$status" 2
+	assert_output --partial "unknown command 'frobnicate'"
+	assert_equal "$(sha u.ko)" "$sum"
+}
+
+@test "bad-address-says" {
+	stripped u.ko
+	sum=$(sha u.ko)
+	run "$C" --server "$F/sock" sign u.ko
+	assert_failure
+	assert_output --partial "unsupported address"
+	assert_equal "$(sha u.ko)" "$sum"
+}
+
+# half_close half|open: three sign requests, then the replies and whether
+# the daemon hung up.
+half_close() { # half|open: three sign requests, then the replies and whether the daemon hung up
+	python3 - "$F/sock" "$1" <<'PY'
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+def frame(o):
+    b = json.dumps(o).encode(); return struct.pack(">I", len(b)) + b
+s.sendall(b"".join(frame({"v": 1, "id": i + 1, "op": "sign", "hash": "sha256",
+                          "digest": "%064x" % (i + 1), "module": "half%d" % i}) for i in range(3)))
+if sys.argv[2] == "half":
+    s.shutdown(socket.SHUT_WR)
+s.settimeout(20)
+buf, replies, errors = b"", 0, 0
+while replies < 3:
+    c = s.recv(65536)
+    if not c: break
+    buf += c
+    while len(buf) >= 4 and len(buf) >= 4 + struct.unpack(">I", buf[:4])[0]:
+        n = struct.unpack(">I", buf[:4])[0]
+        errors += not json.loads(buf[4:4 + n]).get("ok"); replies += 1; buf = buf[4 + n:]
+s.settimeout(2)  # every reply is in: does the daemon hang up?
+try: eof = int(s.recv(1) == b"")
+except socket.timeout: eof = 0
+print("replies=%d errors=%d eof=%d" % (replies, errors, eof))
+PY
+}
+
+@test "client-half-closes" {
+	# One module per run: the client half-closes after its last request.
+	stripped h.ko
+	strace -qq -f -e trace=shutdown -o half.strace \
+		"$C" sign-file sha256 modsign:default "$F/cert.pem" h.ko
+	run grep -Eq "shutdown\(.*SHUT_WR\) *= 0" half.strace
+	assert_success
+	run "$C" verify --cert "$F/cert.pem" h.ko
+	assert_success
+}
+
+@test "daemon-answers-half-closed-then-hangs-up" {
+	# ... and the daemon answers what it read, then hangs up at once
+	# instead of waking again for the client's close (docs/PROTOCOL.md).
+	run half_close half
+	assert_output "replies=3 errors=0 eof=1"
+}
+
+@test "daemon-keeps-open-connection" {
+	# Twin: a client that keeps its end open keeps a connection that
+	# takes more requests.
+	run half_close open
+	assert_output "replies=3 errors=0 eof=0"
+}
+
+@test "as-sign-file-signs" {
+	# Invoked as scripts/sign-file (the unpatched kbuild's name).
+	ln -s "$CLIENT" sign-file
+	stripped c.ko
+	./sign-file sha256 whatever.pem "$F/cert.pem" c.ko
+	run "$C" verify --cert "$F/cert.pem" c.ko
+	assert_success
+}
+
+@test "as-sign-file-other-cert" {
+	# Twin: a certificate that is not the daemon's is refused, module
+	# untouched.
+	ln -s "$CLIENT" sign-file
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
+		-subj /CN=other -keyout other.key -out other.pem 2>/dev/null
+	stripped c.ko
+	sum=$(sha c.ko)
+	run ./sign-file sha256 whatever.pem other.pem c.ko
+	assert_failure
+	assert_equal "$(sha c.ko)" "$sum"
+}
