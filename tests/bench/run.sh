@@ -96,7 +96,7 @@ make_key() { # NAME openssl-req-newkey-args...
 }
 
 # A SoftHSM2 token with an RSA-4096 key and a certificate made by it, as in
-# tests/integration/hsm.sh.  Sets HSM_KEY (a modsignd --key argument).
+# tests/integration/hsm.bats.  Sets HSM_KEY (a modsignd --key argument).
 make_hsm() {
 	HSM_KEY=
 	for t in softhsm2-util pkcs11-tool certtool; do command -v $t >/dev/null || return 0; done
@@ -671,7 +671,7 @@ EOF
 		cat >>"$f" <<EOF
 
 SoftHSM2 (RSA-4096 key made on a SoftHSM2 token, reached through p11-kit as
-in \`tests/integration/hsm.sh\`): its limit column is OpenSSL's RSA-4096 rate,
+in \`tests/integration/hsm.bats\`): its limit column is OpenSSL's RSA-4096 rate,
 which SoftHSM2 uses underneath.$([ -z "${RATE[hsm.a]}" ] && echo ' sign-file can reach a token only through OpenSSL'"'"'s pkcs11 engine (`libengine-pkcs11-openssl`), which is not installed, so the ratios marked * are to sign-file with the RSA-4096 file key.')
 EOF
 	else
