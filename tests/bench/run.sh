@@ -116,7 +116,7 @@ make_hsm() {
 	HSM_KEY="hsm=pkcs11:token=bench;object=rsa"
 }
 
-# CA, server and client certificates for TLS on loopback (as tests/integration/tls.sh).
+# CA, server and client certificates for TLS on loopback (as tests/integration/tls.bats).
 make_pki() {
 	local d=$W/pki
 	mkdir "$d"

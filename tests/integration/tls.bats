@@ -1,0 +1,437 @@
+#!/usr/bin/env bats
+# Build farms: mutual TLS on loopback, per-client key policy, the audit log,
+# the config file, SIGHUP and socket activation.  Each refusal has its
+# granted twin (the same daemon serving the same request from a builder
+# the policy names).
+#
+# The PKI (two CAs, the signing host, five builders, one of them expired)
+# is made once for the file (setup_file): a dozen openssl runs that every
+# case only reads.  Each case starts its own daemon in its own $T.
+
+load ../common
+
+setup_file() {
+	local P=$BATS_FILE_TMPDIR/pki
+
+	mkdir "$P"
+	cd "$P" || return 1
+	pki farm-ca
+	pki rogue-ca
+	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >san.ext
+	issue signing-host farm-ca -extfile san.ext
+	issue builder-1 farm-ca
+	issue builder-2 farm-ca
+	issue stranger farm-ca
+	issue rogue rogue-ca
+	# An expired certificate: openssl ca can set dates in the past.
+	mkdir -p ca/new && : >ca/index && echo 1000 >ca/serial
+	cat >ca.cnf <<-CNF
+	[ ca ]
+	default_ca = farm
+	[ farm ]
+	dir = ca
+	database = ca/index
+	new_certs_dir = ca/new
+	serial = ca/serial
+	certificate = farm-ca.crt
+	private_key = farm-ca.key
+	default_md = sha256
+	policy = any
+	[ any ]
+	commonName = supplied
+	CNF
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=old-builder" \
+		-keyout old-builder.key -out old-builder.csr 2>/dev/null
+	openssl ca -batch -config ca.cnf -in old-builder.csr -out old-builder.crt \
+		-startdate 20200101000000Z -enddate 20200201000000Z >/dev/null 2>&1
+}
+
+setup() {
+	case_setup
+	P=$BATS_FILE_TMPDIR/pki
+	PORT=$(free_port)
+	cat >modsignd.conf <<-CONF
+	# modsignd.conf for the test: every option has a key of its own name.
+	listen = unix:$T/sock
+	listen = tls:127.0.0.1:$PORT
+	key = default=ephemeral:rsa2048
+	key = ec=ephemeral:ecdsa-p384
+	tls-cert = $P/signing-host.crt
+	tls-key = $P/signing-host.key
+	tls-client-ca = $P/farm-ca.crt
+	allow = uid:0
+	allow = cn:builder-1
+	allow = cn:builder-2=ec
+	allow = cn:old-builder
+	audit-log = $T/audit.jsonl
+	organization = modsign farm
+	CONF
+}
+
+# farm: the daemon of modsignd.conf, ready on both listeners; its two
+# certificates in rsa.pem and ec.pem.
+farm() {
+	modsignd_start "$T/modsignd.log" --config modsignd.conf || return 1
+	DAEMON_PID=$MODSIGND_PID
+	DAEMON_PIDS+=("$MODSIGND_PID")
+	wait_port "$PORT" || { echo "nothing listens on 127.0.0.1:$PORT"; return 1; }
+	"$C" --server "unix:$T/sock" cert >rsa.pem
+	"$C" --server "unix:$T/sock" cert --key ec >ec.pem
+}
+
+tls() { "$C" --server "tls:localhost:$PORT" --tls-ca "$P/farm-ca.crt" "$@"; }
+as() { local who=$1; shift; tls --tls-cert "$P/$who.crt" --tls-key "$P/$who.key" "$@"; }
+fresh() { cp "$(real_modules 1)" "$1" && "$C" strip "$1"; }
+
+# ---- the config file ---------------------------------------------------------
+@test "check-config-ok" {
+	run "$MODSIGND" --config modsignd.conf --check-config
+	assert_success
+}
+
+@test "check-config-rejects-bad-line" {
+	printf 'listen unix:/x\n' >bad1.conf
+	run "$MODSIGND" --config bad1.conf --check-config
+	assert_failure
+}
+
+@test "check-config-names-line" {
+	printf 'listen unix:/x\n' >bad1.conf
+	run "$MODSIGND" --config bad1.conf --check-config
+	assert_output --partial "bad1.conf:1: expected 'key = value'"
+}
+
+@test "check-config-names-unknown-setting" {
+	printf 'key = default=ephemeral\nfrobnicate = 1\n' >bad2.conf
+	run "$MODSIGND" --config bad2.conf --check-config
+	assert_output --partial "unknown setting 'frobnicate'"
+}
+
+@test "check-config-rejects-bad-rule" {
+	printf 'key = default=ephemeral\nallow = cn:x=\n' >bad3.conf
+	run "$MODSIGND" --config bad3.conf --check-config
+	assert_failure
+}
+
+# ---- a good builder ----------------------------------------------------------
+@test "tls-status" {
+	farm
+	run as builder-1 status
+	assert_success
+}
+
+# A report that cannot be written is an error (SIGPIPE is ignored over TLS).
+status_to() { as builder-1 status >"$1"; }
+
+@test "tls-status-to-full-disk-fails" {
+	farm
+	run status_to /dev/full
+	assert_failure
+}
+
+@test "tls-status-to-full-disk-says-why" {
+	farm
+	run status_to /dev/full
+	assert_output --partial "cannot write to stdout: No space left"
+}
+
+@test "tls-status-to-dev-null-succeeds" {
+	farm
+	run status_to /dev/null
+	assert_success
+}
+
+@test "tls-sign" {
+	farm
+	fresh b1.ko
+	run as builder-1 sign b1.ko
+	assert_success
+}
+
+@test "tls-signature-verifies" {
+	farm
+	fresh b1.ko
+	as builder-1 sign b1.ko
+	run "$C" verify --cert rsa.pem b1.ko
+	assert_success
+}
+
+@test "tls-sign-ec-over-ip" {
+	farm
+	fresh b1ec.ko
+	run tls --server "tls:127.0.0.1:$PORT" --tls-cert "$P/builder-1.crt" --tls-key "$P/builder-1.key" \
+		sign --key ec --hash sha384 b1ec.ko
+	assert_success
+}
+
+@test "tls-ec-signature-verifies" {
+	farm
+	fresh b1ec.ko
+	tls --server "tls:127.0.0.1:$PORT" --tls-cert "$P/builder-1.crt" --tls-key "$P/builder-1.key" \
+		sign --key ec --hash sha384 b1ec.ko
+	run "$C" verify --cert ec.pem b1ec.ko
+	assert_success
+}
+
+@test "audit-has-digest-of-signed-module" {
+	farm
+	fresh b1.ko
+	as builder-1 sign b1.ko
+	split_module b1.ko b1.body b1.p7
+	body_digest=$(sha b1.body)
+	audited() { grep -q "\"identity\":\"cn:builder-1\".*\"digest\":\"$body_digest\".*\"result\":\"ok\"" audit.jsonl; }
+	# The daemon audits after it has answered: the client may exit first.
+	eventually 5 audited || { echo "digest $body_digest"; cat audit.jsonl; false; }
+}
+
+# ---- the client's config file and environment do the same -------------------
+client_conf() {
+	cat >client.conf <<-CONF
+	server = tls:localhost:$PORT
+	tls-ca = $P/farm-ca.crt
+	tls-cert = $P/builder-1.crt
+	tls-key = $P/builder-1.key
+	CONF
+}
+
+@test "client-config-file" {
+	farm
+	client_conf
+	fresh cf.ko
+	run env MODSIGN_CONFIG="$T/client.conf" "$C" sign cf.ko
+	assert_success
+}
+
+@test "client-config-signature-verifies" {
+	farm
+	client_conf
+	fresh cf.ko
+	env MODSIGN_CONFIG="$T/client.conf" "$C" sign cf.ko
+	run "$C" verify --cert rsa.pem cf.ko
+	assert_success
+}
+
+@test "client-env" {
+	farm
+	fresh env.ko
+	run env MODSIGN_SERVER="tls:localhost:$PORT" MODSIGN_TLS_CA="$P/farm-ca.crt" \
+		MODSIGN_TLS_CERT="$P/builder-1.crt" MODSIGN_TLS_KEY="$P/builder-1.key" "$C" sign env.ko
+	assert_success
+}
+
+# ---- failover: the first server is down; the client says which one answered -
+failover() {
+	fresh fo.ko
+	"$C" --server tls:localhost:1 --server "tls:localhost:$PORT" --tls-ca "$P/farm-ca.crt" \
+		--tls-cert "$P/builder-1.crt" --tls-key "$P/builder-1.key" sign fo.ko 2>fo.err
+}
+
+@test "failover-signs" {
+	farm
+	failover
+	run "$C" verify --cert rsa.pem fo.ko
+	assert_success
+}
+
+@test "failover-says-which" {
+	farm
+	failover
+	run cat fo.err
+	assert_output --partial "using tls:localhost:$PORT"
+}
+
+# ---- refusals: each audited, module untouched ---------------------------------
+# refused REASON-IN-AUDIT CLIENT-ARGS...: the request fails, the module
+# is unchanged, and the audit log gains a record with the reason.  (n0,
+# not lines: run sets the array lines.)
+refused() {
+	local reason=$1 before n0
+	shift
+	fresh r.ko
+	before=$(sha r.ko)
+	n0=$(cat audit.jsonl 2>/dev/null | wc -l)
+	run "$@" sign r.ko
+	assert_failure
+	assert_equal "$(sha r.ko)" "$before"
+	# The daemon audits after it has answered: the client may exit first.
+	audited_since() { tail -n +$((n0 + 1)) audit.jsonl | grep -q -- "$reason"; }
+	eventually 5 audited_since ||
+		{ echo "no audit record with '$reason': $(tail -n 2 audit.jsonl)"; false; }
+}
+
+@test "tls-refuses-no-certificate" {
+	farm
+	refused "TLS handshake failed: peer did not return a certificate" tls
+}
+
+@test "tls-refuses-other-ca" {
+	farm
+	refused "unable to get local issuer\|unknown ca" as rogue
+}
+
+@test "tls-refuses-expired" {
+	farm
+	refused "certificate has expired" as old-builder
+}
+
+@test "tls-refuses-unnamed-builder" {
+	farm
+	refused "cn:stranger is not named by the policy" as stranger
+}
+
+@test "tls-refuses-key-not-granted" {
+	farm
+	refused "key default is not granted to cn:builder-2" as builder-2
+}
+
+@test "key-refusal-audit-has-module-and-digest" {
+	farm
+	refused "key default is not granted to cn:builder-2" as builder-2
+	run bash -c "grep 'not granted to cn:builder-2' audit.jsonl | grep -q '\"digest\":\"[0-9a-f]\{64\}\".*\"module\":\"r.ko\"'"
+	assert_success || cat audit.jsonl
+}
+
+# The twin of tls-refuses-key-not-granted: the key that is granted.
+@test "tls-granted-key-works" {
+	farm
+	fresh b2.ko
+	run as builder-2 sign --key ec b2.ko
+	assert_success
+}
+
+@test "tls-granted-key-verifies" {
+	farm
+	fresh b2.ko
+	as builder-2 sign --key ec b2.ko
+	run "$C" verify --cert ec.pem b2.ko
+	assert_success
+}
+
+# Every kind of record the suite makes, then each line checked: JSON with
+# every field.
+@test "audit-lines-are-json" {
+	farm
+	fresh a.ko && as builder-1 sign a.ko
+	fresh b.ko && as builder-1 sign --key ec --hash sha384 b.ko
+	fresh c.ko && as builder-2 sign --key ec c.ko
+	refused "TLS handshake failed: peer did not return a certificate" tls
+	refused "unable to get local issuer\|unknown ca" as rogue
+	refused "certificate has expired" as old-builder
+	refused "cn:stranger is not named by the policy" as stranger
+	refused "key default is not granted to cn:builder-2" as builder-2
+	three_ok() { [ "$(grep -c '"result":"ok"' audit.jsonl)" -ge 3 ]; }
+	eventually 5 three_ok
+	run python3 -c "
+import json, sys
+need = {'time', 'identity', 'key', 'key_id', 'hash', 'digest', 'module', 'result'}
+n = 0
+for line in open('$T/audit.jsonl'):
+    rec = json.loads(line); n += 1
+    assert need <= rec.keys(), rec
+assert n >= 8, n
+"
+	assert_success
+}
+
+# ---- SIGHUP: new policy, same keys ------------------------------------------
+# The daemon logs the SIGHUP on its main thread just before acting on it,
+# and serves no request in between: once the line is there, one attempt.
+hups() { grep -c "SIGHUP: re-reading the policy" modsignd.log || true; }
+hup() { # signal, and wait until the daemon says it has it
+	local h0
+	h0=$(hups)
+	kill -HUP "$DAEMON_PID"
+	hup_seen() { [ "$(hups)" -gt "$h0" ]; }
+	eventually 5 hup_seen
+}
+# The policy grows: builder-2 may use the default key, stranger any.
+grow_policy() {
+	sed -i 's/^allow = cn:builder-2=ec$/allow = cn:builder-2=ec,default\nallow = cn:stranger/' modsignd.conf
+	hup
+}
+
+@test "sighup-grants-new-rule" {
+	farm
+	# Twin: refused before the SIGHUP.
+	fresh pre.ko
+	run as stranger sign pre.ko
+	assert_failure
+	grow_policy
+	fresh hup.ko
+	run as stranger sign hup.ko
+	assert_success
+}
+
+@test "sighup-keeps-one-time-key" {
+	farm
+	grow_policy
+	fresh hup.ko
+	as stranger sign hup.ko
+	run "$C" verify --cert rsa.pem hup.ko
+	assert_success
+}
+
+@test "sighup-same-certificate" {
+	farm
+	grow_policy
+	"$C" --server "unix:$T/sock" cert >after.pem
+	run cmp rsa.pem after.pem
+	assert_success
+}
+
+@test "sighup-bad-policy-logged" {
+	farm
+	grow_policy
+	echo 'allow = nonsense' >>modsignd.conf
+	hup
+	eventually 5 grep -q "keeping the old policy" modsignd.log || { tail -n 3 modsignd.log; false; }
+}
+
+@test "sighup-bad-policy-keeps-old" {
+	farm
+	grow_policy
+	echo 'allow = nonsense' >>modsignd.conf
+	hup
+	eventually 5 grep -q "keeping the old policy" modsignd.log
+	run as stranger status
+	assert_success
+}
+
+# ---- socket activation -------------------------------------------------------
+# systemd-socket-activate binds both sockets and execs the daemon in its
+# own process, with the fds named local and tls.
+activated() {
+	systemd-socket-activate -l "$T/act.sock" -l "127.0.0.1:$PORT" --fdname=local:tls \
+		"$MODSIGND" --key default=ephemeral:rsa2048 --tls-cert "$P/signing-host.crt" \
+		--tls-key "$P/signing-host.key" --tls-client-ca "$P/farm-ca.crt" --allow uid:0 \
+		--allow cn:builder-1 2>>activate.log 3>&- &
+	DAEMON_PID=$!
+	DAEMON_PIDS+=($!)
+	eventually 5 test -S act.sock
+}
+
+@test "socket-activated-unix" {
+	activated
+	run "$C" --server "unix:$T/act.sock" status
+	assert_success
+}
+
+@test "socket-activated-tls" {
+	activated
+	run as builder-1 status
+	assert_success
+}
+
+@test "socket-activation-logged" {
+	activated
+	# The daemon logs it before it serves: one answer, and the line is there.
+	"$C" --server "unix:$T/act.sock" status >/dev/null
+	run grep -q "using 2 socket(s) from systemd" activate.log
+	assert_success || cat activate.log
+}
+
+@test "socket-activated-tls-still-checks-certs" {
+	activated
+	run as rogue status
+	assert_failure
+}
