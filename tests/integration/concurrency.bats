@@ -223,7 +223,9 @@ stripped_tree() {
 @test "recursive-does-not-follow-links" {
 	make_tree
 	"$C" sign --recursive "$T/tree"
-	assert_equal "$(grep -c '"module":"'"$T"'/tree/link' "$T/modsignd.log")" 0
+	# The audit's JSON writes '/' as '\/': unescaped first, or this could
+	# never match (concurrency.sh's grep never did).
+	assert_equal "$(sed 's|\\/|/|g' "$T/modsignd.log" | grep -c "\"module\":\"$T/tree/link/")" 0
 }
 
 @test "stdin-signs-listed" {
