@@ -1,6 +1,9 @@
 #!/bin/bash
 # Run every fuzz target for FUZZ_SECONDS (default 10) on its seed corpus
-# and print "PASS fuzz-NAME (...)" or "FAIL fuzz-NAME: why".  New inputs go
+# and print "PASS fuzz-NAME (...)" or "FAIL fuzz-NAME: why"; exits 1 if
+# any failed.  run-brief.sh NAME... runs only those targets, and
+# "harness" names the harness's own twins (tests/integration/fuzz.bats
+# runs each as a case).  New inputs go
 # to a scratch directory, not into the committed corpus; a crashing input
 # is kept in build/fuzz/crashes/.  `make fuzz` runs this with 60 s each.
 set -uo pipefail
@@ -16,6 +19,15 @@ fi
 T=$(mktemp -d /tmp/modsign-fuzz.XXXXXX)
 trap 'rm -rf "$T"' EXIT
 mkdir -p "$FB/crashes"
+
+status=0
+wanted() { # NAME: asked for, or nothing was asked for
+	local w
+	[ ${#WANTED[@]} -eq 0 ] && return 0
+	for w in "${WANTED[@]}"; do [ "$w" = "$1" ] && return 0; done
+	return 1
+}
+WANTED=("$@")
 
 # run NAME: fuzz one target; libFuzzer exits non-zero on a crash, a leak,
 # a sanitizer report, a broken contract (abort), a timeout or OOM.
@@ -34,18 +46,21 @@ run() {
 		echo "FAIL fuzz-$name: exit $rc: $(grep -m1 -E 'ERROR|contract broken|SUMMARY' "$T/$name.log")" \
 			"(input kept in build/fuzz/crashes/)"
 		tail -n 30 "$T/$name.log" | sed 's/^/   /'
+		status=1
 	fi
 }
 
 for bin in "$FB"/fuzz-*; do
-	[ -x "$bin" ] && [ -f "$bin" ] && run "${bin##*/fuzz-}"
+	[ -x "$bin" ] && [ -f "$bin" ] && wanted "${bin##*/fuzz-}" && run "${bin##*/fuzz-}"
 done
+wanted harness || exit "$status"
 
 # The tampered twins of the harness itself: a crash is noticed, a seed
 # signature verifies against the fixed certificate, its flipped copy not.
 printf 'CANARY!' >"$T/canary"
 if MODSIGN_FUZZ_CANARY=1 "$FB/fuzz-proto-frame" "$T/canary" >"$T/canary.log" 2>&1; then
 	echo "FAIL fuzz-harness-notices-crash: a crashing input passed"
+	status=1
 else
 	echo "PASS fuzz-harness-notices-crash"
 fi
@@ -54,11 +69,14 @@ if MODSIGN_FUZZ_EXPECT=0 "$FB/fuzz-pkcs7-verify" "$seed" >"$T/seed.log" 2>&1; th
 	echo "PASS fuzz-pkcs7-seed-verifies"
 else
 	echo "FAIL fuzz-pkcs7-seed-verifies: $(grep -m1 contract "$T/seed.log")"
+	status=1
 fi
 python3 -c 'import sys; d=bytearray(open(sys.argv[1],"rb").read()); d[-10]^=1; open(sys.argv[2],"wb").write(d)' \
 	"$seed" "$T/tampered"
 if MODSIGN_FUZZ_EXPECT=0 "$FB/fuzz-pkcs7-verify" "$T/tampered" >"$T/tampered.log" 2>&1; then
 	echo "FAIL fuzz-pkcs7-tampered-seed-rejected: a flipped signature verified"
+	status=1
 else
 	echo "PASS fuzz-pkcs7-tampered-seed-rejected"
 fi
+exit "$status"
