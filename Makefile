@@ -136,8 +136,8 @@ clean:
 # ---- fuzzing and sanitizers (tests/fuzz) ----
 #   make fuzz        build the libFuzzer targets, run each for FUZZ_SECONDS
 #   make fuzz-build  build them only: build/fuzz/fuzz-NAME
-#   make sanitize    the ASan+UBSan suite alone (tests/integration/sanitizers.sh)
-# make check runs both briefly (tests/integration/fuzz.sh, sanitizers.sh).
+#   make sanitize    the ASan+UBSan suite alone (tests/integration/sanitizers.bats)
+# make check runs both briefly (tests/integration/fuzz.bats, sanitizers.bats).
 # The targets link the objects they fuzz (modsignd/request.o, certgen.o),
 # built here with clang, libFuzzer and ASan+UBSan.
 FUZZ_CC      ?= clang-14

@@ -1,8 +1,6 @@
-# Shared helpers for the integration tests (sourced, bash).
-#
-# Each check prints "PASS name" or "FAIL name: why"; tests/run.sh counts
-# them.  A suite runs in one temporary directory, $T (tests/common.bash
-# gives each bats case its own).
+# For bash scripts that report "PASS name" / "FAIL name: why" lines
+# (tests/hsm-bench.sh); the integration suites are bats files
+# (tests/common.bash).  A script runs in one temporary directory, $T.
 
 set -uo pipefail
 

@@ -13,7 +13,7 @@ setup_file() {
 }
 
 setup() {
-	[ -z "${MODSIGN_IN_SANITIZERS:-}" ] || skip "not again under sanitizers.sh"
+	[ -z "${MODSIGN_IN_SANITIZERS:-}" ] || skip "not again under sanitizers.bats"
 	case_setup
 }
 
