@@ -25,13 +25,21 @@ struct tls_state {
 	SSL *ssl;
 };
 
-static int connect_tcp(const char *host, const char *port)
+/* A name that does not resolve is not "No route to host": *@ret_err says
+ * what the resolver said, naming the host. */
+static int connect_tcp(const char *host, const char *port, const char **ret_err)
 {
+	static char why[NI_MAXHOST + 96]; /* *@ret_err: one client, one server */
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL, *a;
-	int fd = -EHOSTUNREACH;
+	int fd = -EHOSTUNREACH, r;
 
-	if (getaddrinfo(host, port, &hints, &ai) != 0)
+	r = getaddrinfo(host, port, &hints, &ai);
+	if (r != 0) {
+		snprintf(why, sizeof(why), "cannot resolve %s: %s", host,
+			 r == EAI_SYSTEM ? strerror(errno) : gai_strerror(r));
+		*ret_err = why;
 		return -EHOSTUNREACH;
+	}
 	for (a = ai; a; a = a->ai_next) {
 		fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd < 0) {
@@ -163,7 +171,7 @@ int conn_open_tls(struct conn *c, const char *host_port, const struct conn_tls *
 	 * mid-batch would kill us with SIGPIPE before we could name the
 	 * modules left unsigned.  As EPIPE it is an error like any other. */
 	signal(SIGPIPE, SIG_IGN);
-	c->fd = connect_tcp(host, port);
+	c->fd = connect_tcp(host, port, ret_err);
 	if (c->fd < 0)
 		return c->fd;
 	t->ssl = SSL_new(t->ctx);

@@ -240,6 +240,21 @@ failover() {
 	assert_output --partial "using tls:localhost:$PORT"
 }
 
+# A name that does not resolve is named with the resolver's reason (it was
+# "No route to host"); the twin, a name that resolves to a closed port,
+# still says what connect(2) said.
+@test "unresolvable-host-named" {
+	run "$C" --server tls:no-such-host.invalid:7787 --tls-ca "$P/farm-ca.crt" status
+	assert_failure
+	assert_output "modsign-client: cannot connect to modsignd at tls:no-such-host.invalid:7787: cannot resolve no-such-host.invalid: Name or service not known"
+}
+
+@test "resolvable-host-closed-port-refused" {
+	run "$C" --server tls:localhost:1 --tls-ca "$P/farm-ca.crt" status
+	assert_failure
+	assert_output "modsign-client: cannot connect to modsignd at tls:localhost:1: Connection refused"
+}
+
 # ---- refusals: each audited, module untouched ---------------------------------
 # refused REASON-IN-AUDIT CLIENT-ARGS...: the request fails, the module
 # is unchanged, and the audit log gains a record with the reason.  (n0,
