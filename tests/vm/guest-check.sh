@@ -86,7 +86,7 @@ useradd -m outsider
 member_signs() {
 	fresh /home/builder/b.ko 2 && chown builder: /home/builder/b.ko
 	runuser -u builder -- $C sign /home/builder/b.ko || return 1
-	$C verify --cert root.ko.crt /home/builder/b.ko
+	$C cert >b.crt && $C verify --cert b.crt /home/builder/b.ko
 }
 outsider_refused() {
 	local before
@@ -161,10 +161,12 @@ grant_fields() {
 		grep -q 'MODSIGN_MODULE=.*\.ko' entry.txt && grep -Eq 'MODSIGN_DIGEST=[0-9a-f]{64}' entry.txt &&
 		grep -q 'PRIORITY=6' entry.txt
 }
+# A policy refusal happens at the connection, before any request: it names
+# who was refused and why, at warning priority; no key or module yet.
 refusal_fields() {
 	journal_entry refused | tee entry.txt
-	grep -q "MODSIGN_IDENTITY=.*$(id -u builder)" entry.txt && grep -q 'MODSIGN_MODULE=.*late\.ko' entry.txt &&
-		grep -q 'PRIORITY=4' entry.txt
+	grep -q "MODSIGN_IDENTITY=.*$(id -u builder)" entry.txt &&
+		grep -q 'MODSIGN_RESULT=.*not allowed by policy' entry.txt && grep -q 'PRIORITY=4' entry.txt
 }
 check journal-grant-fields grant_fields
 check journal-refusal-fields refusal_fields

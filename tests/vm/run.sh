@@ -89,4 +89,6 @@ timeout "$VM_TIMEOUT" qemu-system-x86_64 -accel tcg -m 2048 -smp 2 \
 	-serial file:"$OUT/console.log" -serial file:"$OUT/results" \
 	-nic none </dev/null >"$OUT/qemu.log" 2>&1 || echo "vm: qemu exited $?" >&2
 rm -f "$OUT/overlay.qcow2"
+# A serial port ends its lines with CR LF.
+sed -i 's/\r$//' "$OUT/results"
 grep -q '^done' "$OUT/results" || { echo "vm: the guest did not finish its checks (console: $OUT/console.log)" >&2; exit 1; }
