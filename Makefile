@@ -3,6 +3,8 @@
 #   make check      install test dependencies, build, run the whole suite
 #   make demo       sign and verify a real module with a one-time key
 #   make install    PREFIX=/usr/local DESTDIR=
+#   make deb        the Debian packages, into build/deb/
+#   make vm-check   install them in a Debian 12 guest and check them there
 
 VERSION  := 0.1
 PREFIX   ?= /usr/local
@@ -12,6 +14,7 @@ DATADIR  ?= $(PREFIX)/share/modsign
 MANDIR   ?= $(PREFIX)/share/man
 UNITDIR  ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+SYSCONFDIR ?= /etc
 B        := build
 SAN      ?=
 
@@ -103,6 +106,11 @@ qemu-check: deps
 	$(MAKE) all
 	tests/qemu/run.sh
 
+# The packages under a real systemd: a Debian 12 guest in QEMU installs
+# make deb's .debs and checks them (tests/vm/; part of make check).
+vm-check: deps
+	tests/bats-lines tests/integration/vm.bats
+
 demo: deps
 	$(MAKE) all
 	tests/demo.sh
@@ -119,8 +127,32 @@ install: all
 	install -m 0644 man/modsignd.8 $(DESTDIR)$(MANDIR)/man8/
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR)
 	sed 's|/usr/sbin/modsignd|$(SBINDIR)/modsignd|' systemd/modsignd.service > $(DESTDIR)$(UNITDIR)/modsignd.service
-	install -m 0644 systemd/modsignd.socket systemd/modsignd-tls.socket $(DESTDIR)$(UNITDIR)/
+	install -m 0644 systemd/modsignd.socket systemd/modsignd-tls.socket \
+		systemd/modsignd-tls-handoff.service $(DESTDIR)$(UNITDIR)/
 	install -m 0644 systemd/modsign.sysusers $(DESTDIR)$(SYSUSERSDIR)/modsign.conf
+	# The configuration: installed once, never over the operator's.
+	install -d $(DESTDIR)$(SYSCONFDIR)/modsignd $(DESTDIR)$(SYSCONFDIR)/modsign
+	test -e $(DESTDIR)$(SYSCONFDIR)/modsignd/modsignd.conf || \
+		install -m 0644 systemd/modsignd.conf.example $(DESTDIR)$(SYSCONFDIR)/modsignd/modsignd.conf
+	test -e $(DESTDIR)$(SYSCONFDIR)/modsign/client.conf || \
+		install -m 0644 systemd/client.conf.example $(DESTDIR)$(SYSCONFDIR)/modsign/client.conf
+	# On a live system (no DESTDIR), the modsign group that modsignd.socket
+	# names must exist before the socket starts: a package's postinst does
+	# this (dh_installsysusers), here make does.
+	if [ -z "$(DESTDIR)" ] && command -v systemd-sysusers >/dev/null; then \
+		systemd-sysusers $(SYSUSERSDIR)/modsign.conf; fi
+
+# The Debian packages (debian/): modsignd and modsign-client, built with
+# dpkg-buildpackage from a copy of this tree into build/deb/, then lintian.
+DEB_B := $(B)/deb
+deb: deps
+	rm -rf $(DEB_B) && mkdir -p $(DEB_B)/modsign-$(VERSION)
+	tar -c --exclude=./build --exclude=./.git . | tar -x -C $(DEB_B)/modsign-$(VERSION)
+	cd $(DEB_B)/modsign-$(VERSION) && dpkg-buildpackage -b -us -uc >../build.log 2>&1 || \
+		{ tail -n 30 ../build.log; exit 1; }
+	rm -rf $(DEB_B)/modsign-$(VERSION)
+	lintian --fail-on error,warning $(DEB_B)/*.changes
+	@ls $(DEB_B)/*.deb
 
 format:
 	clang-format -i lib/*.[ch] modsignd/*.[ch] modsign-client/*.[ch] tests/unit/*.c
@@ -130,7 +162,7 @@ clean:
 	       build/modsign-client-full \
 	       build/libmodsign.a build/genkey_template.c
 
-.PHONY: all unit deps check check-quick qemu-check demo install format clean
+.PHONY: all unit deps check check-quick qemu-check vm-check demo install deb format clean
 -include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
 
 # ---- fuzzing and sanitizers (tests/fuzz) ----

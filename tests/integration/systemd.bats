@@ -48,6 +48,27 @@ unit_verifies() {
 	unit_verifies modsignd-tls.socket
 }
 
+@test "unit-verifies modsignd-tls-handoff.service" {
+	unit_verifies modsignd-tls-handoff.service
+}
+
+# The IP lists that filter socket-activated TLS connections are the
+# socket's (the VM checks that they do: tests/vm); the service's own deny
+# everything covers sockets it would open itself.
+@test "tls-socket-carries-the-ip-lists" {
+	run grep -c -E '^IPAddress(Deny=any|Allow=localhost)$' "$U/modsignd-tls.socket"
+	assert_output 2
+	run grep -q '^IPAddressDeny=any' "$U/modsignd.service"
+	assert_success
+}
+
+# The socket's directory is the socket unit's: a RuntimeDirectory= of the
+# service deleted it on every stop (checked for real in tests/vm).
+@test "service-has-no-runtime-directory" {
+	run grep -q '^RuntimeDirectory' "$U/modsignd.service"
+	assert_failure
+}
+
 @test "tls-socket-is-named-tls" {
 	run grep -q '^FileDescriptorName=tls' "$U/modsignd-tls.socket"
 	assert_success
