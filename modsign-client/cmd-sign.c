@@ -255,6 +255,19 @@ static int run_sign(const struct global *g, const struct sign_opts *o,
 	return sign_items(c, o, items, n) ? 1 : 0;
 }
 
+/* Signs every path of @paths in one batch; 0 if all were signed. */
+static int sign_paths(const struct global *g, const struct sign_opts *o,
+		      const struct pathlist *paths)
+{
+	_cleanup_(freep) struct item *items = calloc(paths->n, sizeof(*items));
+
+	if (!items)
+		return 1;
+	for (size_t i = 0; i < paths->n; i++)
+		items[i] = (struct item){ .path = paths->v[i], .m.fd = -1 };
+	return run_sign(g, o, items, paths->n);
+}
+
 static const struct digest *hash_arg(const char *name)
 {
 	const struct digest *md = digest_lookup(name);
@@ -294,7 +307,6 @@ int cmd_sign(const struct global *g, int argc, char **argv)
 	};
 	struct sign_opts o = { .md = digest_lookup(DIGEST_DEFAULT) };
 	struct pathlist trees = { 0 }, paths = { 0 };
-	_cleanup_(freep) struct item *items = NULL;
 	bool use_stdin = false;
 	int c, r = EXIT_USAGE;
 
@@ -321,13 +333,7 @@ int cmd_sign(const struct global *g, int argc, char **argv)
 		warn_msg("sign: no modules given");
 		goto out;
 	}
-	items = calloc(paths.n, sizeof(*items));
-	r = 1;
-	if (!items)
-		goto out;
-	for (size_t i = 0; i < paths.n; i++)
-		items[i] = (struct item){ .path = paths.v[i], .m.fd = -1 };
-	r = run_sign(g, &o, items, paths.n);
+	r = sign_paths(g, &o, &paths);
 out:
 	pathlist_free(&trees);
 	pathlist_free(&paths);
@@ -358,6 +364,8 @@ int cmd_sign_file(const struct global *g, int argc, char **argv)
 	struct item it = { .m.fd = -1 };
 	int i = 1, r;
 
+	if (i < argc && strcmp(argv[i], "--batch") == 0)
+		return cmd_sign_file_batch(g, argc - 1, argv + 1);
 	if (i < argc && strcmp(argv[i], "-k") == 0) {
 		o.use_keyid = true;
 		i++;
@@ -380,6 +388,22 @@ int cmd_sign_file(const struct global *g, int argc, char **argv)
 	if (argc - i == 5 && strcmp(argv[i + 3], argv[i + 4]) != 0)
 		it.dest = argv[i + 4];
 	r = run_sign(g, &o, &it, 1);
+	free(o.expect_cert);
+	return r;
+}
+
+int sign_file_paths(const struct global *g, const char *hash, const char *key,
+		    const char *x509, const struct pathlist *paths)
+{
+	struct sign_opts o = { .md = hash_arg(hash), .key = key_arg(key) };
+	int r;
+
+	if (!o.md)
+		return EXIT_USAGE;
+	if (expect_cert(&o, x509) < 0)
+		return 1;
+	r = sign_file_check_key(g, o.key, o.expect_cert, x509) < 0 ? 1 :
+									sign_paths(g, &o, paths);
 	free(o.expect_cert);
 	return r;
 }

@@ -20,6 +20,32 @@ int cmd_cert(const struct global *g, int argc, char **argv);
 int cmd_verify(const struct global *g, int argc, char **argv);
 int cmd_strip(const struct global *g, int argc, char **argv);
 
+/*
+ * sign-file --batch HASH KEY X509 (cmd-signfile-batch.c), kbuild's
+ * MODULE_SIGN_BATCH_CMD: the paths of the modules on standard input.
+ * @argv[0] is "--batch".
+ */
+int cmd_sign_file_batch(const struct global *g, int argc, char **argv);
+
+/*
+ * cmd-sign.c: sign every path of @paths in one batch (many requests in
+ * flight), each as "sign-file @hash @key @x509 PATH" would sign it, after
+ * sign_file_check_key().  Returns the exit status; each failed module is
+ * named on stderr.
+ */
+struct pathlist;
+int sign_file_paths(const struct global *g, const char *hash, const char *key,
+		    const char *x509, const struct pathlist *paths);
+
+/*
+ * cmd-signfile-batch.c: 0 if the daemon's key @key (NULL: default) has the
+ * certificate whose SHA-256 is @want_sha256 (from the file @x509), else
+ * says why and returns a negative errno.  Asked once before a batch, so
+ * that a wrong certificate is one line and no module is sent.
+ */
+int sign_file_check_key(const struct global *g, const char *key,
+			const char *want_sha256, const char *x509);
+
 /* Run the command @name with @argc/@argv (argv[0] is the command), or
  * refuse an unknown one.  Returns the exit status. */
 int commands_run(const struct global *g, const char *name, int argc, char **argv);

@@ -12,6 +12,9 @@
 #   BENCH_SWEEP_MODULES=N  modules in the concurrency sweep (default 1000)
 #   BENCH_OUT=FILE         where to write the report (default docs/PERFORMANCE.md)
 #   BENCH_NO_KBUILD=1      skip the kbuild view
+#   BENCH_KBUILD_ONLY=1    only the kbuild view (tests/bench/kbuild.sh),
+#                          whose section replaces the one in BENCH_OUT
+#   BENCH_KBUILD_MODULES=N, BENCH_KBUILD_ROUNDS=N  its size (1000, 3)
 #
 # Every signing run is verified with modsign-client verify --cert; a
 # failure anywhere stops the bench with a non-zero exit and no report.
@@ -24,6 +27,7 @@ BUILT_MODSIGND=$B/modsignd
 SF=$B/fixtures/sign-file
 OUT=${BENCH_OUT:-$REPO/docs/PERFORMANCE.md}
 . "$REPO/tests/helpers.sh" # modsignd_start
+. "$REPO/tests/bench/kbuild.sh" # the kbuild view
 NMOD=${BENCH_MODULES:-0}
 SWEEP_N=${BENCH_SWEEP_MODULES:-1000}
 PERPROC_N=${BENCH_PERPROC_MODULES:-0}
@@ -388,112 +392,6 @@ tls_vs_unix() {
 	TLS_RATE=$(calc %.1f "$N / $SECS")
 }
 
-# kbuild_install HOW REPS DEST MAKE-ARGS...: make modules_install REPS times
-# in the shadow tree into DEST, signing through modsign, sign-file or not
-# at all (HOW) exactly as a user would configure it: MODULE_SIGN_CMD is
-# modsign-client sign-file with CONFIG_MODULE_SIG_KEY naming the
-# certificate (docs/KERNEL.md), or unset with it naming the key file.  Then
-# check what it installed: every module signed by this run's key, or none.
-# kbuild ignores a failed signing command for M= modules, so only the
-# check tells.  Sets KB_SECS (mean) and KB_COUNT (modules installed).
-kbuild_install() {
-	local how=$1 reps=$2 dest=$3 s e i args ok unsigned kbmods
-	shift 3
-	args=(CONFIG_MODULE_COMPRESS_XZ= CONFIG_MODULE_COMPRESS_GZIP= CONFIG_MODULE_COMPRESS_ZSTD=)
-	case $how in
-	modsign) args+=(MODULE_SIGN_CMD="$CLIENT sign-file" CONFIG_MODULE_SIG_KEY="$W/rsa4096.crt") ;;
-	signfile) args+=(MODULE_SIGN_CMD= CONFIG_MODULE_SIG_KEY="$W/rsa4096.pem") ;;
-	off) args+=(MODULE_SIGN_CMD= CONFIG_MODULE_SIG_ALL=) ;;
-	esac
-	s=$(now)
-	for i in $(seq 1 "$reps"); do
-		rm -rf "$dest"
-		make -C "$W/ktree" -s "$@" modules_install INSTALL_MOD_PATH="$dest" "${args[@]}" \
-			>"$W/kb.log" 2>&1 || { tail -n 5 "$W/kb.log" >&2; die "modules_install ($how)"; }
-	done
-	e=$(now)
-	KB_SECS=$(calc %.3f "($e - $s) / $reps")
-	mapfile -t kbmods < <(find "$dest" -name '*.ko')
-	KB_COUNT=${#kbmods[@]}
-	[ "$KB_COUNT" -gt 0 ] || die "modules_install ($how) installed no module"
-	ok=$("$CLIENT" verify --cert "$W/rsa4096.crt" "${kbmods[@]}" 2>"$W/kbv.err" | grep -c ': OK (') || true
-	if [ $how = off ]; then
-		unsigned=$(grep -c ': not signed$' "$W/kbv.err") || true
-		[ "$ok" -eq 0 ] && [ "$unsigned" -eq "$KB_COUNT" ] ||
-			die "modules_install with signing off: $ok signed, $unsigned of $KB_COUNT unsigned"
-	else
-		[ "$ok" -eq "$KB_COUNT" ] || die "modules_install ($how): $ok of $KB_COUNT modules verify"
-	fi
-}
-
-# The test kernel's tree as symlinks, with this run's certificate as
-# certs/signing_key.x509: the tree's own belongs to a one-time key that is
-# gone, and the tree itself is left alone (tests/qemu/run.sh uses it).
-# kbuild resolves the top Makefile's link, so it treats the copy as an O=
-# build directory of the real tree: it reads the real tree (scripts, the
-# makefiles) and modules_install writes only under INSTALL_MOD_PATH.  The
-# files a QEMU run rewrites are copied, not linked.
-shadow_tree() {
-	local f
-	cp -as "$KDIR" "$W/ktree" || die "cp -as $KDIR"
-	for f in modules.order modules.builtin modules.builtin.modinfo include/config/auto.conf \
-		include/config/kernel.release $(sed 's/\.o$/.ko/' "$KDIR/modules.order"); do
-		if [ -e "$KDIR/$f" ]; then
-			cp --remove-destination "$KDIR/$f" "$W/ktree/$f" || die "copy $f"
-		fi
-	done
-	rm -f "$W/ktree/certs/signing_key.x509"
-	openssl x509 -in "$W/rsa4096.crt" -outform DER -out "$W/ktree/certs/signing_key.x509" ||
-		die "certs/signing_key.x509"
-}
-
-kbuild_view() {
-	KB_DONE=
-	if [ -n "${BENCH_NO_KBUILD:-}" ]; then KBUILD_NOTE="skipped (BENCH_NO_KBUILD)"; return; fi
-	# tests/qemu/run.sh relinks vmlinux with new certificates on every run:
-	# give a build in progress some time to finish.
-	for _ in $(seq 1 90); do
-		[ -f "$KDIR/vmlinux" ] && [ -s "$KDIR/modules.order" ] && break
-		[ -d "$KDIR" ] || break
-		sleep 2
-	done
-	if [ ! -f "$KDIR/vmlinux" ] || [ ! -s "$KDIR/modules.order" ]; then
-		KBUILD_NOTE="skipped: no built test kernel in build/kernel/ (tests/qemu/run.sh builds one)"
-		return
-	fi
-	KB_MODS=$(wc -l <"$KDIR/modules.order")
-	shadow_tree
-	local how ext=$W/kbext
-	for how in modsign signfile off; do
-		kbuild_install $how 5 "$W/kb"
-		KBUILD[$how]=$KB_SECS
-		log "kbuild $how: ${KBUILD[$how]} s"
-	done
-	# The same, with real modules: the per-module modules of this run as an
-	# external module tree (M=), whose modules.order kbuild installs and
-	# signs as it would its own, make -j$NPROC.  depmod is left out
-	# (DEPMOD=true): the test kernel lacks these modules' symbols.
-	mkdir "$ext"
-	(cd "$W/stripped" && xargs -a "$W/pp.list" cp --parents -t "$ext")
-	sed "s|^\./|$ext/|" "$W/pp.list" >"$ext/modules.order"
-	local round t
-	for round in 1 2 3; do
-		for how in modsign signfile off; do
-			kbuild_install $how 1 "$W/kbx" -j"$NPROC" M="$ext" DEPMOD=true
-			[ "$KB_COUNT" -eq "$NPP" ] || die "modules_install M= ($how): $KB_COUNT of $NPP modules installed"
-			KBX_ALL[$how]="${KBX_ALL[$how]:-} $KB_SECS"
-			log "kbuild M= $how, $NPP modules, round $round: $KB_SECS s"
-		done
-	done
-	for how in modsign signfile off; do
-		t=$(tr ' ' '\n' <<<"${KBX_ALL[$how]}" | sed '/^$/d' | sort -n)
-		KBUILDX[$how]=$(sed -n 2p <<<"$t")
-		KBX_RANGE[$how]="$(head -n1 <<<"$t")–$(tail -n1 <<<"$t")"
-	done
-	rm -rf "$W/kbx" "$ext" "$W/ktree"
-	KB_DONE=yes
-}
-
 # Where one `modsign-client sign-file` of a mid-sized module spends its time.
 breakdown() {
 	local reps=100 mod i s e
@@ -597,6 +495,10 @@ compared byte for byte (RSA PKCS#1 v1.5 is deterministic). modsignd runs
 with its default workers (one per CPU) and the file keys below, the same key
 file for sign-file and for modsignd; the client talks to it over a UNIX
 socket unless said otherwise.
+
+EOF
+	kbuild_report >>"$f"
+	cat >>"$f" <<EOF
 
 ## The limit: \`openssl speed -seconds 3 -multi $NPROC\`, this run
 
@@ -707,55 +609,7 @@ RSA-2048 batch of all $N modules, one after the other in the same daemon:
 | UNIX socket | $UNIX_RATE |
 | mutual TLS on 127.0.0.1 | $TLS_RATE |
 | TLS / UNIX | $(calc %.0f%% "100 * $TLS_RATE / $UNIX_RATE") |
-
-## The kbuild view
-
 EOF
-	if [ -n "$KB_DONE" ]; then
-		cat >>"$f" <<EOF
-\`make modules_install\` of the test kernel of \`tests/qemu/build-kernel.sh\`
-(tinyconfig, $KB_MODS module(s) in \`modules.order\`), into a scratch
-\`INSTALL_MOD_PATH\`, mean of 5, RSA-4096, compression off on the command line.
-It runs in a copy of the tree made of symlinks whose
-\`certs/signing_key.x509\` is this run's certificate (the tree's own belongs
-to a one-time key that is gone), configured as a user would
-(\`docs/KERNEL.md\`): for modsign \`MODULE_SIGN_CMD="modsign-client sign-file"\`
-with \`CONFIG_MODULE_SIG_KEY\` naming the certificate, for sign-file
-\`CONFIG_MODULE_SIG_KEY\` naming the key file. With so few modules this
-measures kbuild's fixed cost plus one signing command per module, not
-throughput.
-
-| signing | seconds |
-|---|---|
-| modsign-client sign-file (MODULE_SIGN_CMD) | ${KBUILD[modsign]} |
-| scripts/sign-file | ${KBUILD[signfile]} |
-| off (CONFIG_MODULE_SIG_ALL=) | ${KBUILD[off]} |
-EOF
-		local kx=("${KBUILDX[modsign]}" "${KBUILDX[signfile]}" "${KBUILDX[off]}")
-		cat >>"$f" <<EOF
-
-The same \`make -j$NPROC modules_install\` with real modules: the $NPP
-modules of the per-module runs above, stripped, installed as an external
-module tree (\`M=\`, its \`modules.order\` listing them).  kbuild runs its
-install rule (\`mkdir -p\`, \`cp\`, then the signing command) once per
-module as for its own modules, but installs them under \`extra/\` and
-ignores a failed signing command (\`|| true\`), so every installed module
-is verified afterwards; depmod left out (\`DEPMOD=true\`).  Three rounds,
-the three ways interleaved; the median and the range.
-
-| signing | seconds (median) | range | modules/s | signing's share (vs off) |
-|---|---|---|---|---|
-| modsign-client sign-file (MODULE_SIGN_CMD) | ${kx[0]} | ${KBX_RANGE[modsign]} | $(calc %.1f "$NPP / ${kx[0]}") | $(calc %.1f "${kx[0]} - ${kx[2]}") s |
-| scripts/sign-file | ${kx[1]} | ${KBX_RANGE[signfile]} | $(calc %.1f "$NPP / ${kx[1]}") | $(calc %.1f "${kx[1]} - ${kx[2]}") s |
-| off (CONFIG_MODULE_SIG_ALL=) | ${kx[2]} | ${KBX_RANGE[off]} | $(calc %.1f "$NPP / ${kx[2]}") | |
-
-The whole \`modules_install\` takes $(calc %.2fx "${kx[1]} / ${kx[0]}") as long with sign-file as with modsign; signing's
-share is the difference of two medians of runs this long, so read it to
-the nearest second, not as a precise ratio.
-EOF
-	else
-		echo "$KBUILD_NOTE." >>"$f"
-	fi
 	cat >>"$f" <<EOF
 
 ## One module, one process: where the time goes
@@ -843,12 +697,35 @@ EOF
 	log "wrote $OUT"
 }
 
+# BENCH_KBUILD_ONLY: the kbuild view alone, its section put first in place
+# of the one BENCH_OUT has (the other sections are kept as they are).
+kbuild_only() {
+	local f=$W/report.md
+	make_key rsa2048 -newkey rsa:2048
+	make_key rsa4096 -newkey rsa:4096
+	kbuild_view
+	[ -n "$KB_DONE" ] || die "$KBUILD_NOTE"
+	kbuild_report >"$W/kbuild.md"
+	[ -f "$OUT" ] || die "no $OUT to put the kbuild section in"
+	awk -v sec="$W/kbuild.md" '
+		/^## / && !done { while ((getline l < sec) > 0) print l; print ""; done = 1 }
+		/^## / { skip = /^## The kbuild view/ }
+		!skip' "$OUT" >"$f"
+	cp "$f" "$OUT.tmp" && mv "$OUT.tmp" "$OUT"
+	log "wrote the kbuild section of $OUT"
+}
+
 main() {
 	local s0
 	s0=$(now)
 	LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 	PORT=$((20000 + RANDOM % 20000))
 	prepare_modules
+	if [ -n "${BENCH_KBUILD_ONLY:-}" ]; then
+		kbuild_only
+		log "done in $(calc %.0f "$(now) - $s0") s"
+		return
+	fi
 	make_key rsa2048 -newkey rsa:2048
 	make_key rsa4096 -newkey rsa:4096
 	make_key rsa4096p4 -newkey rsa:4096 -pkeyopt rsa_keygen_primes:4
@@ -871,7 +748,6 @@ main() {
 	sweep rsa4096
 	tls_vs_unix
 	rss_64
-	declare -gA KBUILD KBUILDX KBX_ALL KBX_RANGE
 	kbuild_view
 	declare -gA CG CGF
 	breakdown

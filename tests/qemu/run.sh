@@ -331,6 +331,268 @@ extmod_cases()
 	fi
 }
 
+# ---------------------------------------------------------------------------
+# The batch hook (kernel-patches/0004): MODULE_SIGN_BATCH_CMD is called once
+# with every module's path on its standard input.  The guest decompresses
+# xz itself (busybox; CONFIG_MODULE_DECOMPRESS is off, as kmod decompresses
+# in userspace) and gets zstd modules decompressed here (busybox has no
+# zstd, and 6.1 cannot decompress zstd modules in the kernel).
+
+BATCH_CMD="$MODSIGN_CLIENT sign-file --batch"
+
+# compress_over FLAVOUR: the make arguments of that compression (xz is
+# the configured one; the others override it on the command line, which is
+# all another CONFIG_MODULE_COMPRESS_* choice changes for Makefile.modinst).
+compress_over()
+{
+	case $1 in
+	ko) echo "CONFIG_MODULE_COMPRESS_XZ=" ;;
+	xz) ;;
+	gz) echo "CONFIG_MODULE_COMPRESS_XZ= CONFIG_MODULE_COMPRESS_GZIP=y" ;;
+	zst) echo "CONFIG_MODULE_COMPRESS_XZ= CONFIG_MODULE_COMPRESS_ZSTD=y" ;;
+	esac
+}
+
+# guest_file NAME FILE: what the guest gets of an installed module FILE,
+# copied to $B/NAME.ko or $B/NAME.ko.xz; prints that path.
+guest_file()
+{
+	case $2 in
+	*.zst) zstd -dcq "$2" > "$B/$1.ko" && echo "$B/$1.ko" ;;
+	*.xz) cp "$2" "$B/$1.ko.xz" && echo "$B/$1.ko.xz" ;;
+	*) cp "$2" "$B/$1.ko" && echo "$B/$1.ko" ;;
+	esac
+}
+
+# unpacked FILE: the module FILE (possibly compressed) on stdout.
+unpacked()
+{
+	case $1 in
+	*.xz) xz -dc "$1" ;;
+	*.zst) zstd -dcq "$1" ;;
+	*) cat "$1" ;;
+	esac
+}
+
+# batch_case NAME FILE MODNAME EXPECT: a guest case for installed FILE.
+batch_case()
+{
+	local g
+
+	g=$(guest_file "$1" "$2") || { fail "$1" "cannot unpack $2"; return; }
+	add_case "$1" "${g##*/}" "$3" "$4" "$g"
+}
+
+# batch_install FLAVOUR: make -j2 modules_install of the in-tree modules,
+# stripped (INSTALL_MOD_STRIP=1; test_module has debug information), signed
+# by one batch call, then compressed.  The guest loads the result; its
+# tampered twin is rejected.
+batch_install()
+{
+	local flavour=$1 name=batch-install-$1 inst=$B/inst-batch-$1 m t
+
+	rm -rf "$inst"
+	kmake -j2 modules_install $(compress_over "$flavour") INSTALL_MOD_STRIP=1 \
+		INSTALL_MOD_PATH="$inst" MODULE_SIGN_BATCH_CMD="$BATCH_CMD" || {
+		fail "$name" "make modules_install failed: $(tail -n 3 "$B/make.log" | tr '\n' ' ')"
+		return
+	}
+	m=$(find_mod "$inst" test_module)
+	case $flavour:$m in
+	ko:*.ko | xz:*.ko.xz | zst:*.ko.zst) ;;
+	*) fail "$name" "installed as '$m'"; return ;;
+	esac
+	if [ "$(grep -c '^  SIGN ' "$B/make.log")" != 1 ] ||
+		! grep -q "^  SIGN    $(wc -l < "$ksrc/modules.order") modules in " "$B/make.log"; then
+		fail "$name" "not one SIGN line for all modules: $(grep '^  SIGN' "$B/make.log" | head -n 3 | tr '\n' ' ')"
+		return
+	fi
+	has_sig "$m" || { fail "$name" "$m not signed"; return; }
+	unpacked "$m" > "$B/$name.plain"
+	if has_section "$B/$name.plain" .debug_; then
+		fail "$name" "INSTALL_MOD_STRIP=1 did not strip $m"
+		return
+	fi
+	pass "$name-host"
+	batch_case "$name" "$m" test_module "load:Hello, world"
+	t=$B/$name-tampered.ko
+	cp "$B/$name.plain" "$t"
+	flip_byte "$t" "Hello, world" || { fail "$name-tampered" "string not found"; return; }
+	add_case "$name-tampered" "${t##*/}" test_module "reject:" "$t"
+}
+
+# batch_resign FLAVOUR: the distribution flow through the batch hook:
+# modules_install, every module decompressed, stripped and compressed
+# again (the signature goes with the debug information), then make -j2
+# modules_sign, which decompresses all, signs them in one call and
+# compresses them again.  Twin: the stripped module before modules_sign.
+batch_resign()
+{
+	local flavour=$1 name=batch-modules_sign-$1 inst=$B/inst-batch-sign-$1 m u
+
+	rm -rf "$inst"
+	kmake -j2 modules_install $(compress_over "$flavour") INSTALL_MOD_PATH="$inst" \
+		MODULE_SIGN_BATCH_CMD="$BATCH_CMD" || {
+		fail "$name" "modules_install failed: $(tail -n 3 "$B/make.log" | tr '\n' ' ')"
+		return
+	}
+	m=$(find_mod "$inst" test_module)
+	u=${m%.$flavour}
+	case $flavour in
+	xz) xz -d "$m" && strip --strip-debug "$u" && xz --check=crc32 --lzma2=dict=1MiB "$u" ;;
+	zst) zstd -dq --rm "$m" && strip --strip-debug "$u" && zstd -q --rm "$u" ;;
+	esac || { fail "$name" "cannot strip $m"; return; }
+	if has_sig "$m"; then
+		fail "$name" "strip left the signature in place"
+		return
+	fi
+	batch_case "$name-stripped-not-resigned" "$m" test_module \
+		"reject:Loading of unsigned module is rejected"
+	kmake -j2 modules_sign $(compress_over "$flavour") INSTALL_MOD_PATH="$inst" \
+		MODULE_SIGN_BATCH_CMD="$BATCH_CMD" || {
+		fail "$name" "make modules_sign failed: $(grep -m2 -i 'error\|fail' "$B/make.log" | tr '\n' ' ')"
+		return
+	}
+	if [ ! -f "$m" ] || [ -e "$u" ]; then
+		fail "$name" "$m not recompressed by modules_sign"
+		return
+	fi
+	has_sig "$m" || { fail "$name" "$m not signed by modules_sign"; return; }
+	[ "$(grep -c '^  SIGN ' "$B/make.log")" = 1 ] ||
+		{ fail "$name" "not one SIGN line in modules_sign"; return; }
+	batch_case "$name" "$m" test_module "load:Hello, world"
+}
+
+# A batch with a key the guest does not trust ('other', whose certificate
+# is not built in): the batch signs, the guest rejects.  And a batch whose
+# key is not certs/signing_key.x509: refused, which stops an in-tree
+# modules_install with the client's own message.
+batch_wrong_key()
+{
+	local inst=$B/inst-batch-other m
+
+	rm -rf "$inst"
+	"$MODSIGN_CLIENT" cert --key other > "$B/other-cert.pem" ||
+		{ fail batch-otherkey "no certificate for key 'other'"; return; }
+	if kmake -j2 modules_install INSTALL_MOD_PATH="$inst" \
+		MODULE_SIGN_BATCH_CMD="$here/sign-with-key.sh $MODSIGN_CLIENT other $B/other-cert.pem --batch" &&
+		m=$(find_mod "$inst" test_module) && has_sig "$m"; then
+		batch_case batch-otherkey "$m" test_module \
+			"reject:Loading of module with unavailable key is rejected"
+	else
+		fail batch-otherkey "modules_install with key 'other' failed: $(tail -n 3 "$B/make.log" | tr '\n' ' ')"
+	fi
+	rm -rf "$inst"
+	if kmake -j2 modules_install INSTALL_MOD_PATH="$inst" \
+		MODULE_SIGN_BATCH_CMD="$here/sign-with-key.sh $MODSIGN_CLIENT other $B/cert.pem --batch"; then
+		fail batch-foreign-cert-stops-install "modules_install succeeded"
+	elif ! grep -q "the daemon's key 'other' is not this certificate; no module signed" "$B/make.log"; then
+		fail batch-foreign-cert-stops-install "not the client's message: $(tail -n 3 "$B/make.log" | tr '\n' ' ')"
+	elif [ -n "$(find "$inst" -name '*.ko.xz' 2> /dev/null)" ]; then
+		fail batch-foreign-cert-stops-install "modules were compressed after the failed call"
+	else
+		pass batch-foreign-cert-stops-install
+	fi
+}
+
+# External (M=) modules through the batch hook, xz-compressed: loaded by the
+# guest.  A failed call does not stop their installation (kbuild's rule for
+# external modules) but warns; the module it left unsigned is rejected.
+batch_extmod()
+{
+	local ext=$B/ext inst=$B/inst-batch-ext m
+
+	rm -rf "$inst"
+	kmake -j2 M="$ext" modules_install INSTALL_MOD_PATH="$inst" \
+		MODULE_SIGN_BATCH_CMD="$BATCH_CMD" || {
+		fail batch-extmod "make M= modules_install failed: $(tail -n 3 "$B/make.log" | tr '\n' ' ')"
+		return
+	}
+	m=$(find "$inst" -path '*/extra/modsign_test.ko.xz' -print -quit)
+	if [ -z "$m" ] || ! has_sig "$m"; then
+		fail batch-extmod "extra/modsign_test.ko.xz not installed signed"
+		return
+	fi
+	batch_case batch-extmod "$m" modsign_test "load:modsign_test: init ran"
+
+	rm -rf "$inst"
+	if ! kmake -j2 M="$ext" modules_install INSTALL_MOD_PATH="$inst" \
+		MODULE_SIGN_BATCH_CMD="$here/sign-with-key.sh $MODSIGN_CLIENT other $B/cert.pem --batch"; then
+		fail batch-extmod-failed-call-warns "make stopped: $(tail -n 3 "$B/make.log" | tr '\n' ' ')"
+		return
+	fi
+	m=$(find "$inst" -path '*/extra/modsign_test.ko.xz' -print -quit)
+	if ! grep -q "^warning: .* failed; modules in .* may be unsigned" "$B/make.log"; then
+		fail batch-extmod-failed-call-warns "no warning: $(tail -n 3 "$B/make.log" | tr '\n' ' ')"
+	elif [ -z "$m" ] || has_sig "$m"; then
+		fail batch-extmod-failed-call-warns "module missing or signed: '$m'"
+	else
+		pass batch-extmod-failed-call-warns
+		batch_case batch-extmod-unsigned "$m" modsign_test \
+			"reject:Loading of unsigned module is rejected"
+	fi
+}
+
+# The tree's own scripts/Makefile.modinst, put back after the comparison
+# below (also when the run is stopped in the middle of it).
+modinst_saved=
+restore_modinst()
+{
+	[ -n "$modinst_saved" ] || return 0
+	cp -p "$modinst_saved" "$ksrc/scripts/Makefile.modinst"
+	modinst_saved=
+}
+
+# Without MODULE_SIGN_BATCH_CMD, make -n prints exactly what it printed
+# before 0004: the tree's scripts/Makefile.modinst against the same file
+# with 0004 taken out again (0004 changes no other file make reads), for
+# each way of installing.  Twin: with the variable set the output differs.
+batch_unset_unchanged()
+{
+	local cur=$ksrc/scripts/Makefile.modinst old=$B/Makefile.modinst-0003 how out bad=
+
+	awk '/^diff --git/ { on = ($3 == "a/scripts/Makefile.modinst") } on' \
+		"$repo"/kernel-patches/0004-*.patch > "$B/0004-modinst.diff" &&
+		patch -s -R -o "$old" "$cur" < "$B/0004-modinst.diff" ||
+		{ fail batch-unset-make-n-unchanged "cannot take 0004 out of $cur"; return; }
+	cp -p "$cur" "$B/Makefile.modinst-0004"
+	modinst_saved=$B/Makefile.modinst-0004
+	for how in install nocmd strip xz zst sign-ko sign-xz ext ext-sign; do
+		local args=(INSTALL_MOD_PATH="$B/inst-dry-$how")
+		[ $how = nocmd ] || args+=(MODULE_SIGN_CMD="$MODSIGN_CLIENT sign-file")
+		case $how in
+		install | nocmd) args+=(modules_install) ;;
+		strip) args+=(modules_install INSTALL_MOD_STRIP=1) ;;
+		xz) args+=(modules_install CONFIG_MODULE_COMPRESS_XZ=y) ;;
+		zst) args+=(modules_install $(compress_over zst)) ;;
+		sign-ko) args+=(modules_sign $(compress_over ko)) ;;
+		sign-xz) args+=(modules_sign) ;;
+		ext) args+=(M="$B/ext" modules_install) ;;
+		ext-sign) args+=(M="$B/ext" modules_sign) ;;
+		esac
+		for out in 0003 0004; do
+			cp "$B/Makefile.modinst-$out" "$cur"
+			make -C "$ksrc" -n "${args[@]}" > "$B/make-n-$how.$out" 2>&1
+		done
+		cmp -s "$B/make-n-$how.0003" "$B/make-n-$how.0004" || bad="$bad $how"
+	done
+	restore_modinst
+	# The twin, with the tree's own Makefile.modinst.
+	make -C "$ksrc" -n modules_install INSTALL_MOD_PATH="$B/inst-dry-install" \
+		MODULE_SIGN_CMD="$MODSIGN_CLIENT sign-file" MODULE_SIGN_BATCH_CMD="$BATCH_CMD" \
+		> "$B/make-n-batch" 2>&1
+	if [ -n "$bad" ]; then
+		fail batch-unset-make-n-unchanged "make -n differs for:$bad (see $B/make-n-*)"
+	elif ! grep -q 'sign-file --batch' "$B/make-n-batch" ||
+		cmp -s "$B/make-n-batch" "$B/make-n-install.0004"; then
+		fail batch-unset-make-n-unchanged "twin: MODULE_SIGN_BATCH_CMD changed nothing in make -n"
+	elif [ ! -s "$B/make-n-install.0004" ] || ! grep -q "sign-file sha256" "$B/make-n-install.0004"; then
+		fail batch-unset-make-n-unchanged "make -n printed no signing command"
+	else
+		pass batch-unset-make-n-unchanged
+	fi
+}
+
 # After the one-shot flow and the daemon's exit, no private key may be
 # left on disk: neither in the kernel tree nor where modules went.
 scan_private_keys()
@@ -647,6 +909,14 @@ main()
 	resign_flow gz
 	resign_flow zst
 	extmod_cases
+	batch_unset_unchanged
+	batch_install ko
+	batch_install xz
+	batch_install zst
+	batch_resign xz
+	batch_resign zst
+	batch_wrong_key
+	batch_extmod
 	[ -z "$hsm_ok" ] || hsm_flow
 
 	# "make distclean to get rid of the keys" becomes "stop the daemon".
@@ -662,5 +932,5 @@ main()
 	summary
 }
 
-trap 'stop_signer' EXIT
+trap 'restore_modinst; stop_signer' EXIT
 main "$@"

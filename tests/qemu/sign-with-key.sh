@@ -15,8 +15,15 @@
 # CONFIG_SYSTEM_TRUSTED_KEYS).  When the key is the kernel's own
 # CONFIG_MODULE_SIG_KEY, plain MODULE_SIGN_CMD="modsign-client sign-file"
 # is enough and this wrapper is not needed.
+#
+# As a MODULE_SIGN_BATCH_CMD ("sign-with-key.sh CLIENT NAME CERT --batch"),
+# kbuild appends <hash> <key> <x509> and the modules are on standard input:
+# this calls "CLIENT sign-file --batch" the same way.
+if [ $# -eq 7 ] && [ "$4" = --batch ]; then
+	exec "$1" sign-file --batch "$5" "modsign:$2" "$3"
+fi
 if [ $# -ne 7 ]; then
-	echo "usage: sign-with-key.sh CLIENT NAME CERT <hash> <key> <x509> <module>" >&2
+	echo "usage: sign-with-key.sh CLIENT NAME CERT [--batch] <hash> <key> <x509> [<module>]" >&2
 	exit 2
 fi
 exec "$1" sign-file "$4" "modsign:$2" "$3" "$7"
