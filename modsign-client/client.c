@@ -30,7 +30,7 @@ static void usage(FILE *f)
 		"  verify [--cert CERT | --key NAME] FILE...\n"
 		"                               check signatures by the kernel's rules\n"
 		"  strip FILE...                remove signatures\n"
-		"  sign-file [-k] HASH KEY X509 MODULE [DEST]\n"
+		"  sign-file [-dpk] HASH KEY X509 MODULE [DEST]\n"
 		"                               scripts/sign-file drop-in (KEY: modsign:NAME)\n\n"
 		"Global options (also $MODSIGN_SERVER, $MODSIGN_TLS_CA, $MODSIGN_TLS_CERT,\n"
 		"$MODSIGN_TLS_KEY, and the config file $MODSIGN_CONFIG, ~/.config/modsign/client.conf\n"

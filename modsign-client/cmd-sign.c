@@ -5,6 +5,7 @@
  * flight on one connection, so hashing and writing here overlap with
  * signing on every core of the daemon.
  */
+#define _GNU_SOURCE /* asprintf */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -27,11 +28,13 @@ struct sign_opts {
 	bool use_keyid;
 	char *expect_cert;   /* sign-file: SHA-256 of the certificate kbuild embeds */
 	const char *expect_path;
+	bool sign_only;      /* sign-file -d: the .p7s only, the module untouched */
 };
 
 struct item {
 	const char *path;
 	const char *dest; /* NULL: in place */
+	char *p7s;        /* where the signature alone goes too; NULL: nowhere */
 	struct modfile m;
 	uint8_t digest[DIGEST_MAX_LEN];
 	size_t digest_len;     /* 0: not hashed yet */
@@ -75,7 +78,7 @@ static bool item_hash(const struct sign_opts *o, struct item *it)
 	const char *why;
 	int r;
 
-	r = modfile_open(it->path, it->dest == NULL, &it->m, &why);
+	r = modfile_open(it->path, it->dest == NULL && !o->sign_only, &it->m, &why);
 	if (r < 0) {
 		item_fail(it, r, why);
 		return false;
@@ -106,13 +109,14 @@ static int item_send(struct conn *c, const struct sign_opts *o, struct item *it,
 		return r;
 	it->sent = true;
 	/* While the daemon signs: the new file, all but the signature. */
-	it->prep_err = modfile_prepare(&it->m, it->dest, &it->prep_why);
+	if (!o->sign_only)
+		it->prep_err = modfile_prepare(&it->m, it->dest, &it->prep_why);
 	return 0;
 }
 
-static void warn_write(const struct item *it, int r, const char *why)
+static void warn_write(const char *path, int r, const char *why)
 {
-	warn_msg("%s: %s%s%s", it->dest ?: it->path,
+	warn_msg("%s: %s%s%s", path,
 		 r == -ESTALE ? "changed while being signed" : why ?: "",
 		 why && r != -ESTALE ? ": " : "", r == -ESTALE ? "" : strerror(-r));
 }
@@ -127,11 +131,34 @@ static int check_signer(const struct sign_opts *o, json_object *reply)
 	return fp && strcmp(fp, o->expect_cert) == 0 ? 0 : -ENOKEY;
 }
 
+/* The signature to the .p7s (if asked for), then into the module (unless
+ * -d): sign-file's order. */
+static int item_write(const struct sign_opts *o, struct item *it, const uint8_t *sig,
+		      size_t len)
+{
+	const char *why = NULL;
+	int r = 0;
+
+	if (it->p7s) {
+		r = modfile_write_detached(&it->m, it->p7s, sig, len, &why);
+		if (r < 0) {
+			warn_write(it->p7s, r, why);
+			return r;
+		}
+	}
+	if (o->sign_only)
+		return 0;
+	r = modfile_commit(&it->m, sig, len, &why);
+	if (r < 0)
+		warn_write(it->dest ?: it->path, r, why);
+	return r;
+}
+
 static void item_finish(const struct sign_opts *o, struct item *it,
 			json_object *reply)
 {
 	_cleanup_(freep) uint8_t *sig = NULL;
-	const char *b64 = NULL, *why = NULL;
+	const char *b64 = NULL;
 	bool ok = false;
 	size_t len = 0;
 	int r;
@@ -149,11 +176,9 @@ static void item_finish(const struct sign_opts *o, struct item *it,
 		warn_msg("%s: malformed signature from modsignd", it->path);
 		r = -EBADMSG;
 	} else if ((r = it->prep_err) < 0) {
-		warn_write(it, r, it->prep_why);
+		warn_write(it->dest ?: it->path, r, it->prep_why);
 	} else {
-		r = modfile_commit(&it->m, sig, len, &why);
-		if (r < 0)
-			warn_write(it, r, why);
+		r = item_write(o, it, sig, len);
 	}
 	modfile_close(&it->m);
 	it->done = true;
@@ -358,24 +383,43 @@ static int expect_cert(struct sign_opts *o, const char *path)
 	return r;
 }
 
+/* sign-file's options: -p also writes MODULE.p7s, -d writes only that,
+ * -k names the signer by subjectKeyIdentifier. */
+static int sign_file_opts(int argc, char **argv, struct sign_opts *o, bool *save_sig)
+{
+	int c;
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt(argc, argv, "+dpk")) != -1) {
+		if (c == 'k')
+			o->use_keyid = true;
+		else if (c == 'p')
+			*save_sig = true;
+		else if (c == 'd')
+			*save_sig = o->sign_only = true;
+		else {
+			warn_msg("sign-file: option '-%c' is not supported", optopt);
+			return -EINVAL;
+		}
+	}
+	return optind;
+}
+
 int cmd_sign_file(const struct global *g, int argc, char **argv)
 {
 	struct sign_opts o = { 0 };
 	struct item it = { .m.fd = -1 };
-	int i = 1, r;
+	bool save_sig = false;
+	int i, r;
 
-	if (i < argc && strcmp(argv[i], "--batch") == 0)
+	if (argc > 1 && strcmp(argv[1], "--batch") == 0)
 		return cmd_sign_file_batch(g, argc - 1, argv + 1);
-	if (i < argc && strcmp(argv[i], "-k") == 0) {
-		o.use_keyid = true;
-		i++;
-	}
-	if (i < argc && argv[i][0] == '-') {
-		warn_msg("sign-file: option '%s' is not supported", argv[i]);
+	i = sign_file_opts(argc, argv, &o, &save_sig);
+	if (i < 0)
 		return EXIT_USAGE;
-	}
 	if (argc - i < 4 || argc - i > 5) {
-		warn_msg("usage: sign-file [-k] <hash> <key> <x509> <module> [<dest>]");
+		warn_msg("usage: sign-file [-dpk] <hash> <key> <x509> <module> [<dest>]");
 		return EXIT_USAGE;
 	}
 	o.md = hash_arg(argv[i]);
@@ -385,9 +429,15 @@ int cmd_sign_file(const struct global *g, int argc, char **argv)
 	if (expect_cert(&o, argv[i + 2]) < 0)
 		return 1;
 	it.path = argv[i + 3];
+	/* sign-file names the .p7s after the module, not the destination. */
+	if (save_sig && asprintf(&it.p7s, "%s.p7s", it.path) < 0) {
+		free(o.expect_cert);
+		return 1;
+	}
 	if (argc - i == 5 && strcmp(argv[i + 3], argv[i + 4]) != 0)
 		it.dest = argv[i + 4];
 	r = run_sign(g, &o, &it, 1);
+	free(it.p7s);
 	free(o.expect_cert);
 	return r;
 }

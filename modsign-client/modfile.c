@@ -394,7 +394,7 @@ int modfile_prepare(struct modfile *m, const char *dest, const char **ret_err)
 	/* Held until we exit: see link_temp(). */
 	if (flock(m->out, LOCK_EX) < 0)
 		return (*ret_err = "cannot lock the new module"), -errno;
-	r = copy_body(m->fd, m->out, m->sig.body_len);
+	r = m->detached ? 0 : copy_body(m->fd, m->out, m->sig.body_len);
 	if (r < 0)
 		return (*ret_err = r == -ESTALE ? NULL : "cannot write the new module"), r;
 	if (!m->in_place)
@@ -418,7 +418,8 @@ int modfile_commit(struct modfile *m, const uint8_t *sig, size_t sig_len,
 	if (m->out < 0)
 		return -EBADF;
 	if (sig) {
-		r = write_signature(m->out, sig, sig_len);
+		r = m->detached ? write_full(m->out, sig, sig_len) :
+				  write_signature(m->out, sig, sig_len);
 		if (r < 0)
 			return (*ret_err = "cannot write the new module"), r;
 	}
@@ -443,4 +444,28 @@ int modfile_write(struct modfile *m, const char *dest, const uint8_t *sig,
 	int r = modfile_prepare(m, dest, ret_err);
 
 	return r < 0 ? r : modfile_commit(m, sig, sig_len, ret_err);
+}
+
+int modfile_write_detached(struct modfile *m, const char *dest, const uint8_t *sig,
+			   size_t sig_len, const char **ret_err)
+{
+	/* A second writer on the same open module: its descriptor is
+	 * borrowed (unchanged() checks it), the rest is this writer's. */
+	struct modfile d = { .path = m->path, .fd = m->fd, .st = m->st, .sig = m->sig,
+			     .out = -1, .dirfd = -1, .detached = true };
+	int r;
+
+	if (!sig)
+		return -EINVAL;
+	r = modfile_write(&d, dest, sig, sig_len, ret_err);
+	if (r < 0 && *ret_err == d.why) { /* d's reason outlives d in m */
+		memcpy(m->why, d.why, sizeof(m->why));
+		*ret_err = m->why;
+	}
+	/* Not modfile_close(): m's descriptor stays open. */
+	if (d.out >= 0)
+		close(d.out);
+	if (d.dirfd >= 0)
+		close(d.dirfd);
+	return r;
 }

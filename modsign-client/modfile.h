@@ -33,6 +33,7 @@ struct modfile {
 	const char *dest; /* borrowed: where modfile_commit() puts it */
 	int out;          /* the unnamed new file, -1 until prepared */
 	bool in_place;    /* dest is the module: keep its mode and owner */
+	bool detached;    /* dest gets the signature alone (MODULE.p7s) */
 	int dirfd;        /* O_PATH: dest's directory, -1 until known */
 	char name[NAME_MAX + 1]; /* dest's name in dirfd */
 	char why[NAME_MAX + 128]; /* a reason naming a file, see ret_err */
@@ -89,5 +90,14 @@ int modfile_write(struct modfile *m, const char *dest, const uint8_t *sig,
 int modfile_prepare(struct modfile *m, const char *dest, const char **ret_err);
 int modfile_commit(struct modfile *m, const uint8_t *sig, size_t sig_len,
 		   const char **ret_err);
+
+/*
+ * Write @sig alone (the raw PKCS#7 DER, what sign-file -d writes to
+ * MODULE.p7s) to @dest, atomically, by the same temporary-name-and-rename
+ * path as modfile_write(), as the caller's new file; @m (open, not
+ * changed) is only checked to be unchanged.  Errors as modfile_write().
+ */
+int modfile_write_detached(struct modfile *m, const char *dest, const uint8_t *sig,
+			   size_t sig_len, const char **ret_err);
 
 #endif
