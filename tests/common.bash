@@ -39,3 +39,26 @@ case_teardown() {
 
 setup() { case_setup; }
 teardown() { case_teardown; }
+
+# One daemon for a whole file, for files whose cases only read what it
+# signs with (say why in the file): file_daemon_start ARGS... in setup_file
+# starts modsignd on unix:$BATS_FILE_TMPDIR/sock with ARGS, logging to
+# $BATS_FILE_TMPDIR/modsignd.log; file_daemon_stop is the teardown_file;
+# file_daemon_case, in setup, gives the case its own $T, $F for the
+# file's directory and MODSIGN_SERVER for the daemon.
+file_daemon_start() {
+	T=$BATS_FILE_TMPDIR
+	DAEMON_PIDS=()
+	start_daemon "$T/sock" "$@" || return 1
+	echo "$DAEMON_PID" >"$T/daemon.pid"
+}
+
+file_daemon_stop() {
+	stop_daemon "$(cat "$BATS_FILE_TMPDIR/daemon.pid")"
+}
+
+file_daemon_case() {
+	case_setup
+	F=$BATS_FILE_TMPDIR
+	export MODSIGN_SERVER=unix:$F/sock
+}

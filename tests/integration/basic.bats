@@ -17,26 +17,21 @@ setup_file() {
 	local F=$BATS_FILE_TMPDIR
 
 	make_pem_key "$F/file.pem" rsa:2048 "modsign file key"
-	T=$F
-	DAEMON_PIDS=()
-	start_daemon "$F/sock" --key default=ephemeral:rsa2048 --key p384=ephemeral:ecdsa-p384 \
+	file_daemon_start --key default=ephemeral:rsa2048 --key p384=ephemeral:ecdsa-p384 \
 		--key p256=ephemeral:ecdsa-p256 --key "file=$F/file.pem" --key mp=ephemeral:rsa4096-4p \
 		--key mp3=ephemeral:rsa3072-3p \
 		--organization "modsign tests" --common-name "one-time test key" --email "t@example.org"
-	echo "$DAEMON_PID" >"$F/daemon.pid"
 	# Debian's module arrives signed by Debian's key: remove that first.
 	cp "$(real_modules 1)" "$F/orig.ko"
 	"$CLIENT" --server "unix:$F/sock" strip "$F/orig.ko"
 }
 
 teardown_file() {
-	stop_daemon "$(cat "$BATS_FILE_TMPDIR/daemon.pid")"
+	file_daemon_stop
 }
 
 setup() {
-	case_setup
-	F=$BATS_FILE_TMPDIR
-	export MODSIGN_SERVER=unix:$F/sock
+	file_daemon_case
 	cp "$F/orig.ko" orig.ko
 }
 

@@ -15,20 +15,15 @@ setup_file() {
 
 	make_pem_key "$F/key.pem" rsa:2048 "batch hook test"
 	make_pem_key "$F/other.pem" rsa:2048 "batch hook other"
-	T=$F
-	DAEMON_PIDS=()
-	start_daemon "$F/sock" --key default="$F/key.pem" --key other="$F/other.pem"
-	echo "$DAEMON_PID" >"$F/daemon.pid"
+	file_daemon_start --key default="$F/key.pem" --key other="$F/other.pem"
 }
 
 teardown_file() {
-	stop_daemon "$(cat "$BATS_FILE_TMPDIR/daemon.pid")"
+	file_daemon_stop
 }
 
 setup() {
-	case_setup
-	F=$BATS_FILE_TMPDIR
-	export MODSIGN_SERVER=unix:$F/sock
+	file_daemon_case
 	SF=$REPO/build/fixtures/sign-file
 }
 

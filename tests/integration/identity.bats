@@ -19,11 +19,8 @@ setup_file() {
 	# on the modulus and exponent, so sign-file's and modsignd's must
 	# still agree.
 	make_pem_key "$F/rsa4k4p.pem" rsa:4096-4p
-	T=$F
-	DAEMON_PIDS=()
-	start_daemon "$F/sock" --key "default=$F/rsa.pem" --key "big=$F/rsa4k.pem" \
+	file_daemon_start --key "default=$F/rsa.pem" --key "big=$F/rsa4k.pem" \
 		--key "mp=$F/rsa4k4p.pem"
-	echo "$DAEMON_PID" >"$F/daemon.pid"
 	mkdir "$F/mods"
 	while read -r m; do
 		cp "$m" "$F/mods/$i.ko"
@@ -34,13 +31,11 @@ setup_file() {
 }
 
 teardown_file() {
-	stop_daemon "$(cat "$BATS_FILE_TMPDIR/daemon.pid")"
+	file_daemon_stop
 }
 
 setup() {
-	case_setup
-	F=$BATS_FILE_TMPDIR
-	export MODSIGN_SERVER=unix:$F/sock
+	file_daemon_case
 }
 
 # compare KEYNAME PEM HASH [-k]: every module signed by sign-file and by

@@ -18,20 +18,15 @@ setup_file() {
 		-keyout "$F/key.pem" -out "$F/cert.pem" 2>/dev/null
 	cat "$F/cert.pem" >>"$F/key.pem"
 	chmod 600 "$F/key.pem"
-	T=$F
-	DAEMON_PIDS=()
-	start_daemon "$F/sock" --key default="$F/key.pem"
-	echo "$DAEMON_PID" >"$F/daemon.pid"
+	file_daemon_start --key default="$F/key.pem"
 }
 
 teardown_file() {
-	stop_daemon "$(cat "$BATS_FILE_TMPDIR/daemon.pid")"
+	file_daemon_stop
 }
 
 setup() {
-	case_setup
-	F=$BATS_FILE_TMPDIR
-	export MODSIGN_SERVER=unix:$F/sock
+	file_daemon_case
 	SF=$REPO/build/fixtures/sign-file
 }
 
