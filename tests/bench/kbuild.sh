@@ -20,7 +20,7 @@ KB_ROUNDS=${BENCH_KBUILD_ROUNDS:-3}
 KB_KEYS=(rsa4096 rsa2048)
 KB_COMPS=(off xz)
 KB_HOWS=(off signfile percmd batch)
-declare -gA KB_SECS KB_CPU KB_SPEED KB_ALLSECS KB_ALLCPU
+declare -gA KB_SECS KB_CPU KB_SPEED KB_ALLSECS KB_ALLCPU KB_CALL KB_CALLCPU KB_ALLCALL KB_ALLCALLCPU
 
 # The test kernel's tree as symlinks, with certs/signing_key.x509 a file
 # of its own (set per key by kb_cert): the tree's own certificate belongs
@@ -72,7 +72,10 @@ kb_args() {
 	off) KB_ARGS+=(CONFIG_MODULE_SIG_ALL=) ;;
 	signfile) KB_ARGS+=(CONFIG_MODULE_SIG_KEY="$W/$key.pem") ;;
 	percmd) KB_ARGS+=(CONFIG_MODULE_SIG_KEY="$W/$key.crt" MODULE_SIGN_CMD="$CLIENT sign-file") ;;
-	batch) KB_ARGS+=(CONFIG_MODULE_SIG_KEY="$W/$key.crt" MODULE_SIGN_BATCH_CMD="$CLIENT sign-file --batch") ;;
+	# The batch call timed on its own (/usr/bin/time, which passes its
+	# status on): see kb_call.
+	batch) KB_ARGS+=(CONFIG_MODULE_SIG_KEY="$W/$key.crt"
+		MODULE_SIGN_BATCH_CMD="/usr/bin/time -o $W/kb.call -f '%e %U %S' $CLIENT sign-file --batch") ;;
 	esac
 }
 
@@ -112,7 +115,7 @@ kb_verify() {
 kb_run() {
 	local key=$1 comp=$2 how=$3 s e cpu
 	kb_args "$key" "$comp" "$how"
-	rm -rf "$W/kbx"
+	rm -rf "$W/kbx" "$W/kb.call"
 	s=$(now)
 	MODSIGN_SERVER=unix:$W/kb-$key.sock /usr/bin/time -f '%U %S' -o "$W/kb.time" \
 		make -C "$W/ktree" -s -j"$NPROC" M="$W/kbext" DEPMOD=true modules_install \
@@ -124,6 +127,11 @@ kb_run() {
 	kb_verify "$key" "$comp" "$how"
 	KB_ALLSECS[$key.$comp.$how]="${KB_ALLSECS[$key.$comp.$how]:-} $(calc %.3f "$e - $s")"
 	KB_ALLCPU[$key.$comp.$how]="${KB_ALLCPU[$key.$comp.$how]:-} $cpu"
+	if [ "$how" = batch ]; then
+		[ -s "$W/kb.call" ] || die "kbuild $key $comp batch: the batch command was not called"
+		KB_ALLCALL[$key.$comp]="${KB_ALLCALL[$key.$comp]:-} $(awk 'END { print $1 }' "$W/kb.call")"
+		KB_ALLCALLCPU[$key.$comp]="${KB_ALLCALLCPU[$key.$comp]:-} $(awk 'END { printf "%.2f", $2 + $3 }' "$W/kb.call")"
+	fi
 	log "kbuild $key $comp $how: $(calc %.2f "$e - $s") s, make tree CPU $cpu s"
 }
 
@@ -176,6 +184,8 @@ kbuild_view() {
 				KB_SECS[$k.$c.$h]=$(median "${KB_ALLSECS[$k.$c.$h]}")
 				KB_CPU[$k.$c.$h]=$(median "${KB_ALLCPU[$k.$c.$h]}")
 			done
+			KB_CALL[$k.$c]=$(median "${KB_ALLCALL[$k.$c]}")
+			KB_CALLCPU[$k.$c]=$(median "${KB_ALLCALLCPU[$k.$c]}")
 		done
 	done
 	for k in "${KB_KEYS[@]}"; do kill "${KB_DPID[$k]}" 2>/dev/null || true; done
@@ -195,6 +205,15 @@ kb_label() {
 
 kb_share() { calc %.2f "${KB_SECS[$1.$2.$3]} - ${KB_SECS[$1.$2.off]}"; }   # KEY COMP HOW
 kb_scpu() { calc %.2f "${KB_CPU[$1.$2.$3]} - ${KB_CPU[$1.$2.off]}"; }      # KEY COMP HOW
+
+# kb_call KEY COMP, kb_callcpu KEY COMP: the batch's signing share and the
+# build's signing CPU taken from the one call itself: its wall time (make
+# runs nothing beside it, so that is what it adds to the run) and its user
+# + system CPU.  The difference of two runs cannot tell them: it is within
+# the runs' noise, and the unsigned run pays for a shell per module
+# (kbuild's no-op cmd_sign, ":") that the batch path does not run.
+kb_call() { echo "${KB_CALL[$1.$2]}"; }
+kb_callcpu() { echo "${KB_CALLCPU[$1.$2]}"; }
 kb_floor() { calc %.3f "$KB_N / ${KB_SPEED[$1]}"; }                       # KEY
 
 # The section of docs/PERFORMANCE.md, on stdout.
@@ -232,6 +251,13 @@ interleaved; medians.
 - *the build's signing CPU*: user + system CPU of the make process tree
   (make and every process it waited for, \`/usr/bin/time\`; modsignd is not
   in it) minus the unsigned run's.
+- *the call* (batch only): the one \`MODULE_SIGN_BATCH_CMD\` call timed by
+  \`/usr/bin/time\` around it, wall and user + system CPU.  make runs
+  nothing beside it, so its wall time is what it adds to the build; the
+  difference of two runs cannot show it, being within their noise, and the
+  unsigned run pays for one shell per module (kbuild's no-op \`cmd_sign\`)
+  that the batch path does not start.  The targets take the batch's share
+  and CPU from the call.
 
 | key | compression | signing | seconds | signing share | share / crypto floor | the build's signing CPU |
 |---|---|---|---|---|---|---|
@@ -240,7 +266,9 @@ EOF
 		case $k in rsa2048) l=RSA-2048 ;; *) l=RSA-4096 ;; esac
 		for c in "${KB_COMPS[@]}"; do
 			for h in "${KB_HOWS[@]}"; do
-				if [ "$h" = off ]; then
+				if [ "$h" = batch ]; then
+					echo "| $l | $c | $(kb_label $h) | ${KB_SECS[$k.$c.$h]} | $(kb_share $k $c $h) s; the call: $(kb_call $k $c) s | $(calc %.2fx "$(kb_call $k $c) / $(kb_floor $k)") (the call) | $(kb_scpu $k $c $h) s; the call: $(kb_callcpu $k $c) s |"
+				elif [ "$h" = off ]; then
 					echo "| $l | $c | $(kb_label $h) | ${KB_SECS[$k.$c.$h]} | | | (make tree: ${KB_CPU[$k.$c.$h]} s) |"
 				else
 					echo "| $l | $c | $(kb_label $h) | ${KB_SECS[$k.$c.$h]} | $(kb_share $k $c $h) s | $(calc %.2fx "$(kb_share $k $c $h) / $(kb_floor $k)") | $(kb_scpu $k $c $h) s |"
@@ -256,13 +284,13 @@ Targets (issue 16), for each compression:
 |---|---|---|
 EOF
 	kb_target "RSA-4096: batch signing share ≤ 1.25x the crypto floor" \
-		'$(kb_share rsa4096 $c batch) / $(kb_floor rsa4096)' '%.2fx' '<= 1.25'
+		'$(kb_call rsa4096 $c) / $(kb_floor rsa4096)' '%.2fx' '<= 1.25'
 	kb_target "RSA-4096: batch signing share ≥ 3.5x smaller than sign-file's" \
-		'$(kb_share rsa4096 $c signfile) / $(kb_share rsa4096 $c batch)' '%.1fx smaller' '>= 3.5'
+		'$(kb_share rsa4096 $c signfile) / $(kb_call rsa4096 $c)' '%.1fx smaller' '>= 3.5'
 	kb_target "RSA-4096: the build's signing CPU ≤ a tenth of sign-file's" \
-		'$(kb_scpu rsa4096 $c batch) / $(kb_scpu rsa4096 $c signfile)' '%.3f of it' '<= 0.1'
+		'$(kb_callcpu rsa4096 $c) / $(kb_scpu rsa4096 $c signfile)' '%.3f of it' '<= 0.1'
 	kb_target "RSA-2048: batch signing share ≥ 10x smaller than sign-file's" \
-		'$(kb_share rsa2048 $c signfile) / $(kb_share rsa2048 $c batch)' '%.1fx smaller' '>= 10'
+		'$(kb_share rsa2048 $c signfile) / $(kb_call rsa2048 $c)' '%.1fx smaller' '>= 10'
 	cat <<EOF
 
 Load average when the kbuild runs ended: $KB_LOAD (other work on the
@@ -272,13 +300,13 @@ EOF
 }
 
 # kb_target TEXT EXPR FORMAT CONDITION: one row; EXPR is evaluated per
-# compression $c.  A share at or below zero (the runs' noise larger than
-# the signing) makes a ratio meaningless: said, not judged.
+# compression $c.  A batch call timed at 0 s makes a ratio meaningless:
+# said, not judged.
 kb_target() {
 	local text=$1 expr=$2 fmt=$3 cond=$4 c v row="| $1 |"
 	for c in "${KB_COMPS[@]}"; do
-		if awk "BEGIN { exit !($(kb_share rsa4096 $c batch) <= 0 || $(kb_share rsa2048 $c batch) <= 0) }"; then
-			row="$row undetermined (a batch share ≤ 0 s) |"
+		if awk "BEGIN { exit !($(kb_call rsa4096 $c) <= 0 || $(kb_call rsa2048 $c) <= 0) }"; then
+			row="$row undetermined (a batch call of 0 s) |"
 			continue
 		fi
 		v=$(eval "calc %.4f \"$expr\"")
