@@ -24,13 +24,18 @@ static void usage(FILE *f)
 		"  status                       show the daemon and its keys\n"
 		"  cert [--key NAME] [--der]    print a key's certificate\n"
 		"  sign [--key NAME] [--hash sha256|sha384|sha512] [--keyid]\n"
-		"       [--recursive DIR] [--stdin] FILE...\n"
-		"                               sign modules in place (re-signs signed ones);\n"
+		"       [--detached DIR [--suffix .p7s|.sig]] [--recursive DIR] [--stdin] FILE...\n"
+		"                               sign modules in place (re-signs signed ones),\n"
+		"                               or into a signature tree DIR, modules untouched;\n"
 		"                               FILE '-' reads paths from stdin\n"
+		"  attach --from DIR --cert CERT [--suffix SUF] [--recursive DIR] [--stdin] FILE...\n"
+		"                               append signatures from a tree, each verified first\n"
 		"  verify [--cert CERT | --key NAME] FILE...\n"
 		"                               check signatures by the kernel's rules\n"
 		"  strip FILE...                remove signatures\n"
 		"  sign-file [-dpk] HASH KEY X509 MODULE [DEST]\n"
+		"  sign-file -s SIG HASH X509 MODULE [DEST]\n"
+		"  sign-file --batch [-dpk] HASH KEY X509 < MODULES\n"
 		"                               scripts/sign-file drop-in (KEY: modsign:NAME)\n\n"
 		"Global options (also $MODSIGN_SERVER, $MODSIGN_TLS_CA, $MODSIGN_TLS_CERT,\n"
 		"$MODSIGN_TLS_KEY, and the config file $MODSIGN_CONFIG, ~/.config/modsign/client.conf\n"
@@ -50,6 +55,20 @@ void warn_msg(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+void warn_cert(const char *path, int r)
+{
+	warn_msg("%s: cannot read certificate: %s", path,
+		 r == -EBADMSG ? "no PEM or DER certificate" : strerror(-r));
+}
+
+void warn_write(const char *path, int r, const char *why)
+{
+	if (r == -ESTALE)
+		warn_msg("%s: changed while being signed", path);
+	else
+		warn_msg("%s: %s%s%s", path, why ?: "", why ? ": " : "", strerror(-r));
 }
 
 int client_connect(const struct global *g, struct conn **ret)

@@ -31,6 +31,14 @@ struct global {
 /* "modsign-client: WHAT: why" on stderr. */
 void warn_msg(const char *fmt, ...) _printf_(1, 2);
 
+/* A certificate file at @path that could not be read (@r from
+ * cert_load_file() or cert_file_fingerprint()), in one line. */
+void warn_cert(const char *path, int r);
+
+/* A module (or .p7s) at @path that could not be written (@r and @why
+ * from modfile_write() and its kin), in one line. */
+void warn_write(const char *path, int r, const char *why);
+
 /*
  * Read the global options before the command, then the environment and
  * the config file, into @g.  On success *@ret_cmd is the command's name

@@ -28,13 +28,19 @@ struct sign_opts {
 	bool use_keyid;
 	char *expect_cert;   /* sign-file: SHA-256 of the certificate kbuild embeds */
 	const char *expect_path;
-	bool sign_only;      /* sign-file -d: the .p7s only, the module untouched */
+	bool sign_only;      /* sign-file -d, sign --detached: the signature
+			      * alone, the module untouched */
+	bool save_sig;       /* sign-file -p or -d: MODULE.p7s beside it */
+	const char *sigdir;  /* sign --detached DIR: a signature tree (paths.h) */
+	const char *suffix;  /* its files' suffix */
+	const struct pathlist *roots; /* the --recursive trees, for its paths */
 };
 
 struct item {
 	const char *path;
 	const char *dest; /* NULL: in place */
-	char *p7s;        /* where the signature alone goes too; NULL: nowhere */
+	char *p7s;        /* where the signature alone goes too; NULL: nowhere.
+			   * Owned: freed by sign_paths(). */
 	struct modfile m;
 	uint8_t digest[DIGEST_MAX_LEN];
 	size_t digest_len;     /* 0: not hashed yet */
@@ -112,13 +118,6 @@ static int item_send(struct conn *c, const struct sign_opts *o, struct item *it,
 	if (!o->sign_only)
 		it->prep_err = modfile_prepare(&it->m, it->dest, &it->prep_why);
 	return 0;
-}
-
-static void warn_write(const char *path, int r, const char *why)
-{
-	warn_msg("%s: %s%s%s", path,
-		 r == -ESTALE ? "changed while being signed" : why ?: "",
-		 why && r != -ESTALE ? ": " : "", r == -ESTALE ? "" : strerror(-r));
 }
 
 static int check_signer(const struct sign_opts *o, json_object *reply)
@@ -270,7 +269,7 @@ static int run_sign(const struct global *g, const struct sign_opts *o,
 	/* The first module is hashed before connecting: its request then
 	 * follows the connect at once, and the daemon finds it waiting when
 	 * it accepts (one wake-up fewer for kbuild's one module per run). */
-	if (n > 0 && !item_hash(o, &items[0]) && n == 1)
+	if (n > 0 && !items[0].done && !item_hash(o, &items[0]) && n == 1)
 		return 1; /* said why; nothing to ask the daemon */
 	if (client_connect(g, &c) < 0) {
 		if (n > 0)
@@ -280,17 +279,49 @@ static int run_sign(const struct global *g, const struct sign_opts *o,
 	return sign_items(c, o, items, n) ? 1 : 0;
 }
 
+/*
+ * Where @it's signature alone goes: sign-file names the .p7s after the
+ * module (not its destination); sign --detached puts it in its tree.  A
+ * module whose place cannot be made is named and left out of the batch.
+ */
+static int item_sig_path(const struct sign_opts *o, struct item *it)
+{
+	int r;
+
+	if (o->save_sig)
+		return asprintf(&it->p7s, "%s.p7s", it->path) < 0 ? -ENOMEM : 0;
+	if (!o->sigdir)
+		return 0;
+	r = sigtree_path(o->sigdir, o->roots, it->path, o->suffix, &it->p7s);
+	if (r == -EINVAL) {
+		item_fail(it, r, "a path with '..' has no place in the signature tree");
+		return 0;
+	}
+	if (r >= 0 && (r = sigtree_mkdirs(o->sigdir, it->p7s)) < 0) {
+		warn_msg("%s: cannot make its directory: %s", it->p7s, strerror(-r));
+		it->done = true;
+	}
+	return r == -ENOMEM ? r : 0;
+}
+
 /* Signs every path of @paths in one batch; 0 if all were signed. */
 static int sign_paths(const struct global *g, const struct sign_opts *o,
 		      const struct pathlist *paths)
 {
 	_cleanup_(freep) struct item *items = calloc(paths->n, sizeof(*items));
+	int r = 0;
 
 	if (!items)
 		return 1;
-	for (size_t i = 0; i < paths->n; i++)
+	for (size_t i = 0; i < paths->n && r >= 0; i++) {
 		items[i] = (struct item){ .path = paths->v[i], .m.fd = -1 };
-	return run_sign(g, o, items, paths->n);
+		r = item_sig_path(o, &items[i]);
+	}
+	if (r >= 0)
+		r = run_sign(g, o, items, paths->n);
+	for (size_t i = 0; i < paths->n; i++)
+		free(items[i].p7s);
+	return r < 0 ? 1 : r;
 }
 
 static const struct digest *hash_arg(const char *name)
@@ -302,22 +333,14 @@ static const struct digest *hash_arg(const char *name)
 	return md;
 }
 
-static int collect(int argc, char **argv, const struct pathlist *trees, bool use_stdin,
-		   struct pathlist *ret)
+/* A signature tree's suffix: a name's end, not a path. */
+static bool suffix_ok(const char *suffix)
 {
-	int r = 0;
-
-	for (int i = 0; i < argc && r >= 0; i++)
-		r = strcmp(argv[i], "-") == 0 ? pathlist_add_lines(ret, stdin) :
-						pathlist_add(ret, argv[i]);
-	for (size_t i = 0; i < trees->n && r >= 0; i++) {
-		r = pathlist_add_tree(ret, trees->v[i]);
-		if (r < 0)
-			warn_msg("%s: %s", trees->v[i], strerror(-r));
-	}
-	if (r >= 0 && use_stdin)
-		r = pathlist_add_lines(ret, stdin);
-	return r;
+	if (*suffix && !strchr(suffix, '/'))
+		return true;
+	warn_msg("--suffix '%s': must be a non-empty file name ending, without '/'",
+		 suffix);
+	return false;
 }
 
 int cmd_sign(const struct global *g, int argc, char **argv)
@@ -328,11 +351,13 @@ int cmd_sign(const struct global *g, int argc, char **argv)
 		{ "keyid", no_argument, NULL, 'i' },
 		{ "recursive", required_argument, NULL, 'r' },
 		{ "stdin", no_argument, NULL, 's' },
+		{ "detached", required_argument, NULL, 'd' },
+		{ "suffix", required_argument, NULL, 'S' },
 		{}
 	};
-	struct sign_opts o = { .md = digest_lookup(DIGEST_DEFAULT) };
+	struct sign_opts o = { .md = digest_lookup(DIGEST_DEFAULT), .suffix = ".p7s" };
 	struct pathlist trees = { 0 }, paths = { 0 };
-	bool use_stdin = false;
+	bool use_stdin = false, suffix_set = false;
 	int c, r = EXIT_USAGE;
 
 	optind = 1;
@@ -347,10 +372,22 @@ int cmd_sign(const struct global *g, int argc, char **argv)
 			goto out;
 		else if (c == 's')
 			use_stdin = true;
+		else if (c == 'd')
+			o.sigdir = optarg;
+		else if (c == 'S' && !suffix_ok(o.suffix = optarg))
+			goto out;
+		else if (c == 'S')
+			suffix_set = true;
 		else if (c == '?')
 			goto out;
 	}
-	if (collect(argc - optind, argv + optind, &trees, use_stdin, &paths) < 0) {
+	if (suffix_set && !o.sigdir) {
+		warn_msg("sign: --suffix is for --detached DIR");
+		goto out;
+	}
+	o.sign_only = o.sigdir != NULL;
+	o.roots = &trees;
+	if (pathlist_collect(argc - optind, argv + optind, &trees, use_stdin, &paths) < 0) {
 		r = 1;
 		goto out;
 	}
@@ -378,30 +415,47 @@ static int expect_cert(struct sign_opts *o, const char *path)
 
 	o->expect_path = path;
 	if (r < 0)
-		warn_msg("%s: cannot read certificate: %s", path,
-			 r == -EBADMSG ? "no PEM or DER certificate" : strerror(-r));
+		warn_cert(path, r);
 	return r;
 }
 
-/* sign-file's options: -p also writes MODULE.p7s, -d writes only that,
- * -k names the signer by subjectKeyIdentifier. */
-static int sign_file_opts(int argc, char **argv, struct sign_opts *o, bool *save_sig)
+/*
+ * sign-file's options: -p also writes MODULE.p7s, -d writes only that,
+ * -k names the signer by subjectKeyIdentifier, -s attaches a signature
+ * made before (*@ret_raw; then -d and -p mean nothing and are refused,
+ * as -s is with --batch, @raw_ok false).  Returns the index of the first
+ * argument, or -EINVAL (said why).
+ */
+static int sign_file_opts(int argc, char **argv, bool raw_ok, struct sign_opts *o,
+			  bool *ret_raw)
 {
 	int c;
 
+	*ret_raw = false;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt(argc, argv, "+dpk")) != -1) {
+	while ((c = getopt(argc, argv, "+sdpk")) != -1) {
 		if (c == 'k')
 			o->use_keyid = true;
 		else if (c == 'p')
-			*save_sig = true;
+			o->save_sig = true;
 		else if (c == 'd')
-			*save_sig = o->sign_only = true;
-		else {
+			o->save_sig = o->sign_only = true;
+		else if (c == 's' && raw_ok)
+			*ret_raw = true;
+		else if (c == 's') {
+			warn_msg("sign-file --batch: '-s' attaches one signature; "
+				 "for many, use 'attach --from DIR'");
+			return -EINVAL;
+		} else {
 			warn_msg("sign-file: option '-%c' is not supported", optopt);
 			return -EINVAL;
 		}
+	}
+	if (*ret_raw && o->save_sig) {
+		warn_msg("sign-file: '-s' attaches a signature, '-%c' would make one: use one of them",
+			 o->sign_only ? 'd' : 'p');
+		return -EINVAL;
 	}
 	return optind;
 }
@@ -410,16 +464,50 @@ int cmd_sign_file(const struct global *g, int argc, char **argv)
 {
 	struct sign_opts o = { 0 };
 	struct item it = { .m.fd = -1 };
-	bool save_sig = false;
+	const char *dest = NULL;
+	bool raw;
 	int i, r;
 
 	if (argc > 1 && strcmp(argv[1], "--batch") == 0)
 		return cmd_sign_file_batch(g, argc - 1, argv + 1);
-	i = sign_file_opts(argc, argv, &o, &save_sig);
+	i = sign_file_opts(argc, argv, true, &o, &raw);
 	if (i < 0)
 		return EXIT_USAGE;
 	if (argc - i < 4 || argc - i > 5) {
-		warn_msg("usage: sign-file [-dpk] <hash> <key> <x509> <module> [<dest>]");
+		warn_msg("usage: sign-file [-dpk] <hash> <key> <x509> <module> [<dest>]\n"
+			 "       sign-file -s <raw sig> <hash> <x509> <module> [<dest>]");
+		return EXIT_USAGE;
+	}
+	if (argc - i == 5 && strcmp(argv[i + 3], argv[i + 4]) != 0)
+		dest = argv[i + 4];
+	if (raw)
+		return attach_sign_file(argv[i], argv[i + 1], argv[i + 2], argv[i + 3], dest);
+	o.md = hash_arg(argv[i]);
+	if (!o.md)
+		return EXIT_USAGE;
+	o.key = key_arg(argv[i + 1]);
+	if (expect_cert(&o, argv[i + 2]) < 0)
+		return 1;
+	it.path = argv[i + 3];
+	it.dest = dest;
+	r = item_sig_path(&o, &it) < 0 ? 1 : run_sign(g, &o, &it, 1);
+	free(it.p7s);
+	free(o.expect_cert);
+	return r;
+}
+
+int sign_file_paths(const struct global *g, int argc, char **argv,
+		    const struct pathlist *paths)
+{
+	struct sign_opts o = { 0 };
+	bool raw;
+	int i, r;
+
+	i = sign_file_opts(argc, argv, false, &o, &raw);
+	if (i < 0)
+		return EXIT_USAGE;
+	if (argc - i != 3) {
+		warn_msg("usage: sign-file --batch [-dpk] <hash> <key> <x509> < list of modules");
 		return EXIT_USAGE;
 	}
 	o.md = hash_arg(argv[i]);
@@ -428,32 +516,8 @@ int cmd_sign_file(const struct global *g, int argc, char **argv)
 	o.key = key_arg(argv[i + 1]);
 	if (expect_cert(&o, argv[i + 2]) < 0)
 		return 1;
-	it.path = argv[i + 3];
-	/* sign-file names the .p7s after the module, not the destination. */
-	if (save_sig && asprintf(&it.p7s, "%s.p7s", it.path) < 0) {
-		free(o.expect_cert);
-		return 1;
-	}
-	if (argc - i == 5 && strcmp(argv[i + 3], argv[i + 4]) != 0)
-		it.dest = argv[i + 4];
-	r = run_sign(g, &o, &it, 1);
-	free(it.p7s);
-	free(o.expect_cert);
-	return r;
-}
-
-int sign_file_paths(const struct global *g, const char *hash, const char *key,
-		    const char *x509, const struct pathlist *paths)
-{
-	struct sign_opts o = { .md = hash_arg(hash), .key = key_arg(key) };
-	int r;
-
-	if (!o.md)
-		return EXIT_USAGE;
-	if (expect_cert(&o, x509) < 0)
-		return 1;
-	r = sign_file_check_key(g, o.key, o.expect_cert, x509) < 0 ? 1 :
-									sign_paths(g, &o, paths);
+	r = sign_file_check_key(g, o.key, o.expect_cert, argv[i + 2]) < 0 ?
+		    1 : sign_paths(g, &o, paths);
 	free(o.expect_cert);
 	return r;
 }

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * sign-file --batch HASH KEY X509: kbuild's MODULE_SIGN_BATCH_CMD
+ * sign-file --batch [-dpk] HASH KEY X509: kbuild's MODULE_SIGN_BATCH_CMD
  * (kernel-patches/0004).  kbuild calls it once, after every module is
  * installed and before any is compressed, with the paths of all the
  * modules on standard input, one per line.  They are signed as "sign"
  * signs a batch, many requests in flight on one connection (cmd-sign.c),
  * with sign-file's arguments and its check that the daemon's key is the
- * certificate kbuild embeds.
+ * certificate kbuild embeds.  -d and -p mean what they mean to sign-file:
+ * each module's signature goes to MODULE.p7s too (-p) or only (-d).
  *
  * That check is made once, before the first module: a wrong certificate
  * is then one line and no module reaches the daemon, where one line per
@@ -69,10 +70,6 @@ int cmd_sign_file_batch(const struct global *g, int argc, char **argv)
 	struct pathlist paths = { 0 };
 	int r;
 
-	if (argc != 4) {
-		warn_msg("usage: sign-file --batch <hash> <key> <x509> < list of modules");
-		return EXIT_USAGE;
-	}
 	r = pathlist_add_lines(&paths, stdin);
 	if (r < 0) {
 		warn_msg("standard input: %s", strerror(-r));
@@ -81,7 +78,7 @@ int cmd_sign_file_batch(const struct global *g, int argc, char **argv)
 		warn_msg("sign-file --batch: no modules on standard input");
 		r = EXIT_USAGE;
 	} else {
-		r = sign_file_paths(g, argv[1], argv[2], argv[3], &paths);
+		r = sign_file_paths(g, argc, argv, &paths);
 	}
 	pathlist_free(&paths);
 	return r;

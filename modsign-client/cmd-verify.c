@@ -13,7 +13,7 @@
 #include "pkcs7.h"
 #include "util.h"
 
-static const char *verify_reason(int r)
+const char *verify_reason(int r)
 {
 	switch (r) {
 	case -EBADMSG:
@@ -69,8 +69,7 @@ static int load_verify_cert(const struct global *g, const char *path,
 	if (path) {
 		r = cert_load_file(path, ret);
 		if (r < 0)
-			warn_msg("%s: cannot read certificate: %s", path,
-				 r == -EBADMSG ? "no PEM or DER certificate" : strerror(-r));
+			warn_cert(path, r);
 		return r;
 	}
 	r = client_connect(g, &c);

@@ -7,8 +7,8 @@
  * name in argv[0] and returns the process exit status: 0 success, 1 a
  * file or request failed, EXIT_USAGE.  Errors are one line on stderr.
  *
- * cmd-sign.c holds sign and sign-file; cmd-status.c, cmd-cert.c,
- * cmd-verify.c and cmd-strip.c the others.
+ * cmd-sign.c holds sign and sign-file; cmd-attach.c, cmd-status.c,
+ * cmd-cert.c, cmd-verify.c and cmd-strip.c the others.
  */
 
 #include "client.h"
@@ -21,7 +21,7 @@ int cmd_verify(const struct global *g, int argc, char **argv);
 int cmd_strip(const struct global *g, int argc, char **argv);
 
 /*
- * sign-file --batch HASH KEY X509 (cmd-signfile-batch.c), kbuild's
+ * sign-file --batch [-dpk] HASH KEY X509 (cmd-signfile-batch.c), kbuild's
  * MODULE_SIGN_BATCH_CMD: the paths of the modules on standard input.
  * @argv[0] is "--batch".
  */
@@ -29,13 +29,26 @@ int cmd_sign_file_batch(const struct global *g, int argc, char **argv);
 
 /*
  * cmd-sign.c: sign every path of @paths in one batch (many requests in
- * flight), each as "sign-file @hash @key @x509 PATH" would sign it, after
- * sign_file_check_key().  Returns the exit status; each failed module is
- * named on stderr.
+ * flight), each as "sign-file [-dpk] HASH KEY X509 PATH" (@argv, from
+ * @argv[1]) would sign it, after sign_file_check_key().  Returns the exit
+ * status; each failed module is named on stderr.
  */
 struct pathlist;
-int sign_file_paths(const struct global *g, const char *hash, const char *key,
-		    const char *x509, const struct pathlist *paths);
+int sign_file_paths(const struct global *g, int argc, char **argv,
+		    const struct pathlist *paths);
+
+/*
+ * cmd-attach.c: attach, and sign-file -s SIG HASH X509 MODULE [DEST]:
+ * the detached signature in the file @sig appended to @module (at @dest,
+ * NULL: in place), once it verifies over the module with the certificate
+ * in @x509 and is made with @hash.  Returns the exit status.
+ */
+int cmd_attach(const struct global *g, int argc, char **argv);
+int attach_sign_file(const char *sig, const char *hash, const char *x509,
+		     const char *module, const char *dest);
+
+/* cmd-verify.c: a verify failure (pkcs7_verify_module()'s @r), in words. */
+const char *verify_reason(int r);
 
 /*
  * cmd-signfile-batch.c: 0 if the daemon's key @key (NULL: default) has the

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include "client.h"
 #include "macro.h"
 #include "paths.h"
 
@@ -79,4 +84,89 @@ void pathlist_free(struct pathlist *l)
 		free(l->v[i]);
 	free(l->v);
 	*l = (struct pathlist){ 0 };
+}
+
+int pathlist_collect(int argc, char **argv, const struct pathlist *trees,
+		     bool use_stdin, struct pathlist *ret)
+{
+	int r = 0;
+
+	for (int i = 0; i < argc && r >= 0; i++)
+		r = strcmp(argv[i], "-") == 0 ? pathlist_add_lines(ret, stdin) :
+						pathlist_add(ret, argv[i]);
+	for (size_t i = 0; i < trees->n && r >= 0; i++) {
+		r = pathlist_add_tree(ret, trees->v[i]);
+		if (r < 0)
+			warn_msg("%s: %s", trees->v[i], strerror(-r));
+	}
+	if (r >= 0 && use_stdin)
+		r = pathlist_add_lines(ret, stdin);
+	return r;
+}
+
+/* @path below @root ("root/rel"), the rel part; NULL if it is not. */
+static const char *below(const char *root, const char *path)
+{
+	size_t n = strlen(root);
+
+	while (n > 1 && root[n - 1] == '/')
+		n--;
+	if (strncmp(root, path, n) != 0 || (path[n] != '/' && root[n - 1] != '/'))
+		return NULL;
+	return path + n;
+}
+
+/* Whether @rel, a relative path, steps out of where it starts. */
+static bool has_dotdot(const char *rel)
+{
+	for (const char *p = rel; p; p = strchr(p, '/'), p = p ? p + 1 : NULL)
+		if (p[0] == '.' && p[1] == '.' && (p[2] == '/' || p[2] == '\0'))
+			return true;
+	return false;
+}
+
+int sigtree_path(const char *dir, const struct pathlist *roots, const char *module,
+		 const char *suffix, char **ret)
+{
+	const char *rel = NULL;
+
+	for (size_t i = 0; roots && i < roots->n && !rel; i++)
+		rel = below(roots->v[i], module);
+	if (!rel)
+		rel = module;
+	rel += strspn(rel, "/");
+	if (!*rel || has_dotdot(rel))
+		return -EINVAL;
+	return asprintf(ret, "%s/%s%s", dir, rel, suffix) < 0 ? -ENOMEM : 0;
+}
+
+int sigtree_mkdirs(const char *dir, const char *path)
+{
+	_cleanup_(freep) char *rel = NULL;
+	_cleanup_(closep) int fd = -1;
+	char *p, *slash;
+
+	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
+		return -errno;
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rel = strdup(path + strlen(dir) + 1);
+	if (!rel)
+		return -ENOMEM;
+	for (p = rel; (slash = strchr(p, '/')); p = slash + 1) {
+		int next;
+
+		*slash = '\0';
+		if (!*p || strcmp(p, ".") == 0)
+			continue;
+		if (mkdirat(fd, p, 0777) < 0 && errno != EEXIST)
+			return -errno;
+		next = openat(fd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0)
+			return errno == ENOTDIR || errno == ELOOP ? -ENOTDIR : -errno;
+		close(fd);
+		fd = next;
+	}
+	return 0;
 }

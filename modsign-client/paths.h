@@ -4,6 +4,7 @@
 
 /* The modules a batch signs: from arguments, a directory tree, or stdin. */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -22,5 +23,36 @@ int pathlist_add_tree(struct pathlist *l, const char *dir);
 int pathlist_add_lines(struct pathlist *l, FILE *f);
 
 void pathlist_free(struct pathlist *l);
+
+/*
+ * The modules a command names: each of @argv ("-": one per line from
+ * stdin), every *.ko under each of @trees (--recursive), then stdin's
+ * lines if @use_stdin.  Says why on stderr when a tree cannot be read.
+ */
+int pathlist_collect(int argc, char **argv, const struct pathlist *trees,
+		     bool use_stdin, struct pathlist *ret);
+
+/*
+ * A signature tree (sign --detached DIR, attach --from DIR): the detached
+ * signature of each module, at the module's path inside DIR plus a suffix
+ * (".p7s" as sign-file -d names it; ".sig" for the layout of Debian's
+ * linux-signed packages).  The path in the tree is the module's path
+ * relative to the --recursive tree of @roots it lies under, else the path
+ * as given without its leading '/': so "sign --detached S -r A" and
+ * "attach --from S -r B" pair A/x/m.ko with B/x/m.ko.
+ *
+ * Into *@ret (new string) goes "@dir/REL@suffix".  A path with a ".."
+ * component is refused (-EINVAL): it would lead out of @dir.
+ */
+int sigtree_path(const char *dir, const struct pathlist *roots, const char *module,
+		 const char *suffix, char **ret);
+
+/*
+ * Create @dir (if missing) and the directories of the signature at @path
+ * (what sigtree_path() made of @dir) below it, mode 0777 & ~umask.  Each
+ * level is opened relative to the one above and never through a symbolic
+ * link, so a link planted in the tree cannot send signatures elsewhere.
+ */
+int sigtree_mkdirs(const char *dir, const char *path);
 
 #endif
