@@ -331,6 +331,64 @@ extmod_cases()
 	fi
 }
 
+# The distribution flow with a reproducible build (issue 19): the same
+# external module built twice from the same inputs in the same tree; the
+# first build is signed detached (only its signature leaves the signing
+# host), the signature tree is attached to the second build, which the
+# guest loads.  Twins: the second build changed by one byte is refused at
+# attach and left unsigned; the same module forced with that signature by
+# the kernel's sign-file -s (which checks nothing) is rejected by the guest.
+repro_build() # DIR: make M=DIR modules from the test module's sources, stripped
+{
+	rm -rf "$1"
+	mkdir -p "$1"
+	cp "$here/modules/modsign_test.c" "$here/modules/Kbuild" "$1/"
+	kmake M="$1" modules && strip --strip-debug "$1/modsign_test.ko"
+}
+
+reproducible_attach()
+{
+	local a=$B/repro-build/a b=$B/repro-build/b sigs=$B/repro-sigs src=$B/repro-src
+
+	# The same inputs and the same place: build, keep, clean, build again.
+	repro_build "$src" && mkdir -p "$a" && cp "$src/modsign_test.ko" "$a/" &&
+		kmake M="$src" clean && repro_build "$src" && mkdir -p "$b" &&
+		cp "$src/modsign_test.ko" "$b/" ||
+		{ fail repro-build "make M= failed: $(tail -n 3 "$B/make.log" | tr '\n' ' ')"; return; }
+	cmp -s "$a/modsign_test.ko" "$b/modsign_test.ko" ||
+		{ fail repro-build "two builds of the same inputs differ"; return; }
+	rm -rf "$sigs"
+	"$MODSIGN_CLIENT" sign --detached "$sigs" --recursive "$a" 2> "$B/sign.log" &&
+		[ -f "$sigs/modsign_test.ko.p7s" ] && ! has_sig "$a/modsign_test.ko" ||
+		{ fail repro-detached "sign --detached failed: $(head -c 200 "$B/sign.log")"; return; }
+	cp "$b/modsign_test.ko" "$B/repro-changed.ko"
+	flip_byte "$B/repro-changed.ko" MODSIGN-TAMPER-TARGET ||
+		{ fail repro-changed "marker not found"; return; }
+	"$MODSIGN_CLIENT" attach --from "$sigs" --cert "$B/cert.pem" --recursive "$b" \
+		2> "$B/sign.log" && has_sig "$b/modsign_test.ko" ||
+		{ fail repro-attach "attach failed: $(head -c 200 "$B/sign.log")"; return; }
+	pass repro-attach
+	add_case repro-attached repro-attached.ko modsign_test \
+		"load:modsign_test: init ran" "$b/modsign_test.ko"
+	# The twin at attach: a module one byte different is refused, untouched.
+	mkdir -p "$B/repro-build/c" && cp "$B/repro-changed.ko" "$B/repro-build/c/modsign_test.ko"
+	if "$MODSIGN_CLIENT" attach --from "$sigs" --cert "$B/cert.pem" \
+		--recursive "$B/repro-build/c" 2> "$B/sign.log"; then
+		fail repro-changed-refused-at-attach "attach accepted a changed module"
+	elif ! grep -q "module differs from the one that was signed" "$B/sign.log" ||
+		! cmp -s "$B/repro-changed.ko" "$B/repro-build/c/modsign_test.ko"; then
+		fail repro-changed-refused-at-attach "no reason, or the module was touched: $(head -c 200 "$B/sign.log")"
+	else
+		pass repro-changed-refused-at-attach
+	fi
+	# The twin in the guest: forced in with the kernel's sign-file -s.
+	"$ksrc/scripts/sign-file" -s "$sigs/modsign_test.ko.p7s" sha256 "$B/cert.pem" \
+		"$B/repro-changed.ko" 2> "$B/sign.log" && has_sig "$B/repro-changed.ko" ||
+		{ fail repro-forced "sign-file -s failed: $(head -c 200 "$B/sign.log")"; return; }
+	add_case repro-forced-wrong-signature repro-forced.ko modsign_test "reject:" \
+		"$B/repro-changed.ko"
+}
+
 # ---------------------------------------------------------------------------
 # The batch hook (kernel-patches/0004): MODULE_SIGN_BATCH_CMD is called once
 # with every module's path on its standard input.  The guest decompresses
@@ -909,6 +967,7 @@ main()
 	resign_flow gz
 	resign_flow zst
 	extmod_cases
+	reproducible_attach
 	batch_unset_unchanged
 	batch_install ko
 	batch_install xz
