@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <libgen.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,8 +41,11 @@ static void usage(FILE *f)
 		"Global options (also $MODSIGN_SERVER, $MODSIGN_TLS_CA, $MODSIGN_TLS_CERT,\n"
 		"$MODSIGN_TLS_KEY, and the config file $MODSIGN_CONFIG, ~/.config/modsign/client.conf\n"
 		"or " CLIENT_SYSTEM_CONFIG "):\n"
-		"  --server ADDR    unix:PATH or tls:HOST:PORT (repeatable, tried in order;\n"
-		"                   default " CONN_DEFAULT_SERVER ")\n"
+		"  --server ADDR    unix:PATH or tls:HOST:PORT (repeatable; default\n"
+		"                   " CONN_DEFAULT_SERVER "); a batch spreads over every\n"
+		"                   server that answers, and every address of a name\n"
+		"  --stall-timeout SECS  a batch moves the requests of a server silent\n"
+		"                   this long to the others (default 10; $MODSIGN_STALL_TIMEOUT)\n"
 		"  --tls-ca FILE    CA that signed the servers' certificates\n"
 		"  --tls-cert FILE  our client certificate; --tls-key FILE its key\n");
 }
@@ -85,6 +89,46 @@ int client_connect(const struct global *g, struct conn **ret)
 	return r;
 }
 
+/* Where kbuild's call for one module starts: FNV-1a of its path. */
+static size_t spread_start(const char *spread, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	for (const char *s = spread; s && *s; s++)
+		h = (h ^ (uint8_t)*s) * 16777619u;
+	return n ? h % n : 0;
+}
+
+int client_connect_spread(const struct global *g, const char *spread, struct conn **ret)
+{
+	_cleanup_(freep) struct conn_target *t = NULL;
+	const char *why = NULL;
+	size_t nt = 0, first;
+	int r;
+
+	r = conn_targets(g->servers, g->n_servers, &t, &nt);
+	if (r < 0 || nt == 0) {
+		warn_msg("%s", r < 0 ? strerror(-r) : "no server given");
+		return r < 0 ? r : -EINVAL;
+	}
+	first = spread_start(spread, nt);
+	for (size_t k = 0; k < nt; k++) {
+		size_t i = (first + k) % nt;
+
+		r = conn_open_target(&t[i], &g->tls, g->stall_ms, ret, &why);
+		if (r >= 0) {
+			if (k > 0)
+				warn_msg("%s did not answer; using %s", t[first].label,
+					 t[i].label);
+			return 0;
+		}
+		if (nt == 1 || k + 1 == nt)
+			warn_msg("cannot connect to modsignd at %s: %s", t[i].label,
+				 why ?: strerror(-r));
+	}
+	return r;
+}
+
 static const char *keep(struct global *g, const char *v)
 {
 	char *copy;
@@ -93,6 +137,20 @@ static const char *keep(struct global *g, const char *v)
 		return NULL;
 	g->strings[g->n_strings++] = copy;
 	return copy;
+}
+
+/* Seconds, fractions allowed: 0.5 for tests, 10 by default. */
+static int parse_stall(struct global *g, const char *v)
+{
+	char *end;
+	double s;
+
+	errno = 0;
+	s = strtod(v, &end);
+	if (errno || end == v || *end || !(s >= 0.05 && s <= 3600))
+		return -EINVAL;
+	g->stall_ms = (unsigned)(s * 1000);
+	return 0;
 }
 
 /* Settings the command line did not give, from one config file. */
@@ -110,6 +168,8 @@ static int conf_setting(const char *key, const char *value, void *userdata)
 		g->tls.cert = g->tls.cert ?: keep(g, value);
 	else if (strcmp(key, "tls-key") == 0)
 		g->tls.key = g->tls.key ?: keep(g, value);
+	else if (strcmp(key, "stall-timeout") == 0)
+		return g->stall_ms ? 0 : parse_stall(g, value);
 	else
 		return -ENOENT;
 	return 0;
@@ -143,7 +203,7 @@ static int read_config(struct global *g, bool have_servers)
 	return 0;
 }
 
-static void from_env(struct global *g)
+static int from_env(struct global *g)
 {
 	const char *v;
 
@@ -155,6 +215,12 @@ static void from_env(struct global *g)
 		g->tls.key = v;
 	if (g->n_servers == 0 && (v = getenv("MODSIGN_SERVER")) && *v)
 		g->servers[g->n_servers++] = v;
+	if (!g->stall_ms && (v = getenv("MODSIGN_STALL_TIMEOUT")) && *v &&
+	    parse_stall(g, v) < 0) {
+		warn_msg("MODSIGN_STALL_TIMEOUT='%s': expected seconds, 0.05 to 3600", v);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static const char **global_slot(struct global *g, const char *opt)
@@ -193,6 +259,12 @@ static int parse_global(int argc, char **argv, struct global *g, int *ret_ind)
 				return -E2BIG;
 			}
 			g->servers[g->n_servers++] = argv[++i];
+		} else if (strcmp(argv[i], "--stall-timeout") == 0) {
+			if (parse_stall(g, argv[++i]) < 0) {
+				warn_msg("--stall-timeout '%s': expected seconds, 0.05 to 3600",
+					 argv[i]);
+				return -EINVAL;
+			}
 		} else if ((slot = global_slot(g, argv[i]))) {
 			*slot = argv[++i];
 		} else {
@@ -200,12 +272,16 @@ static int parse_global(int argc, char **argv, struct global *g, int *ret_ind)
 			return -EINVAL;
 		}
 	}
-	from_env(g);
+	r = from_env(g);
+	if (r < 0)
+		return r;
 	r = read_config(g, g->n_servers > 0);
 	if (r < 0)
 		return r;
 	if (g->n_servers == 0)
 		g->servers[g->n_servers++] = CONN_DEFAULT_SERVER;
+	if (!g->stall_ms)
+		g->stall_ms = CLIENT_STALL_DEFAULT_MS;
 	*ret_ind = i;
 	return 0;
 }

@@ -20,10 +20,14 @@
 
 #define CLIENT_SYSTEM_CONFIG "/etc/modsign/client.conf"
 
+/* A batch moves a silent server's requests to the others after this. */
+#define CLIENT_STALL_DEFAULT_MS 10000
+
 struct global {
 	const char *servers[CONN_MAX_SERVERS];
 	size_t n_servers;
 	struct conn_tls tls;
+	unsigned stall_ms; /* --stall-timeout, $MODSIGN_STALL_TIMEOUT, stall-timeout */
 	char *strings[64]; /* values read from the config file or environment */
 	size_t n_strings;
 };
@@ -50,7 +54,16 @@ void warn_write(const char *path, int r, const char *why);
 int client_parse(struct global *g, int argc, char **argv, const char **ret_cmd,
 		 int *ret_ind);
 
-/* Connect as the global options say, or print why not. */
+/* Connect as the global options say (the first server, or address, that
+ * answers, in list order), or print why not. */
 int client_connect(const struct global *g, struct conn **ret);
+
+/*
+ * kbuild's one call per module: the server list is a pool too, so each
+ * call starts at the target that a hash of @spread (the module's path)
+ * picks and tries the others after it in turn; a call whose first pick
+ * did not answer says which one did.  Prints why not on failure.
+ */
+int client_connect_spread(const struct global *g, const char *spread, struct conn **ret);
 
 #endif

@@ -2,8 +2,22 @@
 /*
  * sign and sign-file: hash each module here, send only its digest, and
  * write back the returned signature.  Up to SIGN_WINDOW requests are in
- * flight on one connection, so hashing and writing here overlap with
- * signing on every core of the daemon.
+ * flight on each connection of the pool (pool.h: every server that
+ * answers), so hashing and writing here overlap with signing on every
+ * core of every daemon.
+ *
+ * How a batch spreads and fails over: the connections are filled in
+ * turn, one request each, up to their window; after that a connection
+ * gets a new request when one of its replies arrives, so the fastest
+ * server takes the most.  A connection that fails (reset, end of stream,
+ * refusal, a server-side failure another server may not have) or stalls
+ * (no reply for the stall timeout while another connection is live) is
+ * closed, and its outstanding requests go back to the queue, in front,
+ * to be sent on the others.  Each item is outstanding on one connection
+ * at a time, and the module is written by its item only, once, from the
+ * reply of that connection: a lost connection's late replies are never
+ * read, since it is closed.  Its digest is kept, so a request sent again
+ * is the same request.
  */
 #define _GNU_SOURCE /* asprintf */
 #include <errno.h>
@@ -18,6 +32,7 @@
 #include "commands.h"
 #include "modfile.h"
 #include "paths.h"
+#include "pool.h"
 #include "util.h"
 
 #define SIGN_WINDOW 32
@@ -44,7 +59,8 @@ struct item {
 	struct modfile m;
 	uint8_t digest[DIGEST_MAX_LEN];
 	size_t digest_len;     /* 0: not hashed yet */
-	bool sent, done, ok;
+	size_t on;             /* outstanding on pool connection on - 1; 0: not */
+	bool prepared, done, ok;
 	int prep_err;          /* modfile_prepare() failed: not written */
 	const char *prep_why;
 };
@@ -97,10 +113,11 @@ static bool item_hash(const struct sign_opts *o, struct item *it)
 	return true;
 }
 
-/* Hash (unless done already) and send; a failure here is the file's, not
- * the connection's. */
-static int item_send(struct conn *c, const struct sign_opts *o, struct item *it,
-		     uint64_t id)
+/* Hash (unless done already) and send on pool connection @on - 1; a
+ * failure of the file is said and makes the item done (0, not sent); a
+ * failure to send is the connection's (-errno). */
+static int item_send(struct conn *c, size_t on, const struct sign_opts *o,
+		     struct item *it, uint64_t id)
 {
 	_cleanup_(json_object_putp) json_object *req = NULL;
 	int r;
@@ -113,10 +130,12 @@ static int item_send(struct conn *c, const struct sign_opts *o, struct item *it,
 	r = conn_send(c, req);
 	if (r < 0)
 		return r;
-	it->sent = true;
-	/* While the daemon signs: the new file, all but the signature. */
-	if (!o->sign_only)
+	it->on = on;
+	/* While the daemon signs: the new file, all but the signature; once,
+	 * however many servers the request goes to. */
+	if (!o->sign_only && !it->prepared)
 		it->prep_err = modfile_prepare(&it->m, it->dest, &it->prep_why);
+	it->prepared = true;
 	return 0;
 }
 
@@ -213,70 +232,206 @@ static void progress_step(struct progress *p)
 		fputc('\n', stderr);
 }
 
-/* Signs @items; returns the number that were not signed. */
-static size_t sign_items(struct conn *c, const struct sign_opts *o,
-			 struct item *items, size_t n)
+/* A batch over a pool: its items, the first never sent, and those whose
+ * connection was lost, to send again first. */
+struct batch {
+	const struct sign_opts *o;
+	struct item *items;
+	size_t n, next;
+	size_t *again, n_again;
+	struct pool pool;
+	struct progress prog;
+	bool ended;          /* conn_end_requests() said */
+	char why[512];       /* why the last connection was lost */
+};
+
+static bool batch_take(struct batch *b, size_t *ret)
 {
-	size_t next = 0, inflight = 0, failed = 0;
-	struct progress prog = { .on = n > 1 && isatty(STDERR_FILENO), .total = n };
-	int r = 0;
-
-	prog.start_ms = now_ms();
-	while (r >= 0 && (next < n || inflight > 0)) {
-		_cleanup_(json_object_putp) json_object *reply = NULL;
-		uint64_t id;
-
-		while (r >= 0 && next < n && inflight < SIGN_WINDOW) {
-			r = item_send(c, o, &items[next], next + 1);
-			inflight += items[next++].sent;
-			if (r >= 0 && next == n)
-				conn_end_requests(c);
-		}
-		if (r < 0 || inflight == 0)
-			break;
-		r = conn_recv(c, &reply);
-		if (r < 0)
-			break;
-		if (proto_get_uint(reply, "id", &id) < 0 || id == 0 || id > next ||
-		    !items[id - 1].sent || items[id - 1].done) {
-			/* id 0: the daemon refused the connection or the frame */
-			conn_note_refusal(c, reply_error(reply));
-			r = -ECONNREFUSED;
-			break;
-		}
-		item_finish(o, &items[id - 1], reply);
-		inflight--;
-		progress_step(&prog);
+	while (b->n_again > 0) {
+		*ret = b->again[--b->n_again];
+		if (!b->items[*ret].done)
+			return true;
 	}
-	if (prog.on && prog.done < prog.total)
+	while (b->next < b->n)
+		if (!b->items[b->next++].done) {
+			*ret = b->next - 1;
+			return true;
+		}
+	return false;
+}
+
+static bool batch_more(const struct batch *b)
+{
+	return b->n_again > 0 || b->next < b->n;
+}
+
+/* A server-side failure that another server may not share: the key's
+ * token or the audit log (docs/PROTOCOL.md); a refusal by policy is the
+ * same everywhere and is not tried again. */
+static bool error_elsewhere(json_object *reply)
+{
+	const char *e = reply_error(reply);
+
+	return strncmp(e, "signing with key ", 17) == 0 ||
+	       strncmp(e, "audit log unavailable", 21) == 0;
+}
+
+/* Close connection @i; its outstanding items go back to the queue. */
+static void batch_lose(struct batch *b, size_t i, const char *why)
+{
+	size_t moved = 0;
+
+	snprintf(b->why, sizeof(b->why), "%s: %s", conn_address(b->pool.v[i].c), why);
+	for (size_t k = 0; k < b->n; k++) {
+		struct item *it = &b->items[k];
+
+		if (it->on != i + 1 || it->done)
+			continue;
+		it->on = 0;
+		b->again[b->n_again++] = k;
+		moved++;
+	}
+	pool_drop(&b->pool, i);
+	if (b->pool.live > 0)
+		warn_msg("%s; %zu request%s sent to the other server%s", b->why, moved,
+			 moved == 1 ? "" : "s", b->pool.live == 1 ? "" : "s");
+}
+
+/* Fill the windows in turn, one request each, so that a batch starts on
+ * every server at once. */
+static void batch_fill(struct batch *b)
+{
+	bool sent = true;
+
+	while (sent && batch_more(b)) {
+		sent = false;
+		for (size_t i = 0; i < b->pool.n && batch_more(b); i++) {
+			struct pool_conn *pc = &b->pool.v[i];
+			size_t k;
+			int r;
+
+			if (!pc->c || pc->inflight >= SIGN_WINDOW || !batch_take(b, &k))
+				continue;
+			r = item_send(pc->c, i + 1, b->o, &b->items[k], k + 1);
+			if (r < 0) {
+				b->again[b->n_again++] = k;
+				batch_lose(b, i, conn_strerror(pc->c, r));
+				continue;
+			}
+			if (b->items[k].on)
+				pool_sent(&b->pool, i);
+			sent = true;
+		}
+	}
+	/* One server and nothing left to send: it may hang up after the
+	 * last reply (conn.h).  Not with more: a lost one's requests may
+	 * yet go to any. */
+	if (!batch_more(b) && b->pool.n == 1 && b->pool.live == 1 && !b->ended) {
+		conn_end_requests(b->pool.v[0].c);
+		b->ended = true;
+	}
+}
+
+/* Read one reply from connection @i, and finish its item. */
+static void batch_reply(struct batch *b, size_t i)
+{
+	_cleanup_(json_object_putp) json_object *reply = NULL;
+	struct conn *c = b->pool.v[i].c;
+	struct item *it;
+	uint64_t id;
+	int r;
+
+	r = conn_recv(c, &reply);
+	if (r < 0)
+		return batch_lose(b, i, conn_strerror(c, r));
+	if (proto_get_uint(reply, "id", &id) < 0 || id == 0 || id > b->n ||
+	    b->items[id - 1].on != i + 1) {
+		/* id 0: the daemon refused the connection or the frame */
+		conn_note_refusal(c, reply_error(reply));
+		return batch_lose(b, i, conn_strerror(c, -ECONNREFUSED));
+	}
+	it = &b->items[id - 1];
+	pool_replied(&b->pool, i);
+	if (b->pool.live > 1 && error_elsewhere(reply))
+		return batch_lose(b, i, reply_error(reply)); /* it goes back too */
+	it->on = 0;
+	item_finish(b->o, it, reply);
+	progress_step(&b->prog);
+}
+
+static void batch_run(struct batch *b)
+{
+	for (;;) {
+		size_t i;
+		int r;
+
+		batch_fill(b);
+		r = pool_wait(&b->pool, &i);
+		if (r == 1)
+			batch_reply(b, i);
+		else if (r == 0)
+			batch_lose(b, i, "no reply (stalled)");
+		else
+			break; /* nothing outstanding after batch_fill(): done, or
+				* no server left for what remains */
+	}
+}
+
+/* Signs @items over @b's pool; returns the number that were not signed. */
+static size_t batch_sign(struct batch *b)
+{
+	size_t failed = 0;
+
+	b->prog = (struct progress){ .on = b->n > 1 && isatty(STDERR_FILENO),
+				     .total = b->n, .start_ms = now_ms() };
+	batch_run(b);
+	if (b->prog.on && b->prog.done < b->prog.total)
 		fputc('\n', stderr); /* end the status line before the reasons */
-	for (size_t i = 0; i < n; i++) {
-		if (!items[i].done && r < 0)
-			warn_msg("%s: not signed: %s", items[i].path,
-				 conn_strerror(c, r));
-		if (!items[i].ok)
+	for (size_t i = 0; i < b->n; i++) {
+		struct item *it = &b->items[i];
+
+		if (!it->done)
+			warn_msg("%s: not signed: %s", it->path,
+				 b->why[0] ? b->why : "no server left");
+		if (!it->ok)
 			failed++;
-		modfile_close(&items[i].m);
+		modfile_close(&it->m);
 	}
+	pool_close(&b->pool);
 	return failed;
 }
 
+/*
+ * kbuild's one module per call (@per_module) connects to one server of
+ * the pool (client_connect_spread()); a batch to all of them.
+ */
 static int run_sign(const struct global *g, const struct sign_opts *o,
-		    struct item *items, size_t n)
+		    struct item *items, size_t n, bool per_module)
 {
-	_cleanup_(conn_closep) struct conn *c = NULL;
+	_cleanup_(freep) size_t *again = calloc(n ?: 1, sizeof(*again));
+	struct batch b = { .o = o, .items = items, .n = n, .again = again };
+	struct conn *c = NULL;
+	int r;
 
+	if (!again)
+		return 1;
 	/* The first module is hashed before connecting: its request then
 	 * follows the connect at once, and the daemon finds it waiting when
 	 * it accepts (one wake-up fewer for kbuild's one module per run). */
 	if (n > 0 && !items[0].done && !item_hash(o, &items[0]) && n == 1)
 		return 1; /* said why; nothing to ask the daemon */
-	if (client_connect(g, &c) < 0) {
+	if (per_module) {
+		r = client_connect_spread(g, items[0].path, &c);
+		if (r >= 0)
+			pool_adopt(&b.pool, c, g->stall_ms);
+	} else
+		r = pool_open(&b.pool, g);
+	if (r < 0) {
 		if (n > 0)
 			modfile_close(&items[0].m);
 		return 1;
 	}
-	return sign_items(c, o, items, n) ? 1 : 0;
+	return batch_sign(&b) ? 1 : 0;
 }
 
 /*
@@ -318,7 +473,7 @@ static int sign_paths(const struct global *g, const struct sign_opts *o,
 		r = item_sig_path(o, &items[i]);
 	}
 	if (r >= 0)
-		r = run_sign(g, o, items, paths->n);
+		r = run_sign(g, o, items, paths->n, false);
 	for (size_t i = 0; i < paths->n; i++)
 		free(items[i].p7s);
 	return r < 0 ? 1 : r;
@@ -490,7 +645,7 @@ int cmd_sign_file(const struct global *g, int argc, char **argv)
 		return 1;
 	it.path = argv[i + 3];
 	it.dest = dest;
-	r = item_sig_path(&o, &it) < 0 ? 1 : run_sign(g, &o, &it, 1);
+	r = item_sig_path(&o, &it) < 0 ? 1 : run_sign(g, &o, &it, 1, true);
 	free(it.p7s);
 	free(o.expect_cert);
 	return r;

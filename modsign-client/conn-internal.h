@@ -20,6 +20,8 @@ struct conn_ops {
 	 * (its refusal frame), bytes read or -errno. */
 	ssize_t (*read_waiting)(struct conn *c, void *buf, size_t len);
 	void (*free)(struct conn *c);
+	/* Bytes the transport has buffered past the socket. */
+	size_t (*pending)(const struct conn *c);
 };
 
 struct conn {
@@ -33,12 +35,13 @@ struct conn {
 	size_t in_len, in_cap;
 };
 
-/* Give up on a daemon that does not answer (CONN_TIMEOUT_SEC). */
-void conn_set_timeouts(int fd);
+/* Give up on a daemon that does not answer within @ms. */
+void conn_set_timeouts(int fd, unsigned ms);
 
-/* Connect to "HOST:PORT" and complete the TLS handshake; on failure
+/* Connect to @t (a tls: target; by name when it has no address) within
+ * @timeout_ms and complete the TLS handshake within as long; on failure
  * *@ret_err may name the reason (else strerror of the result). */
-int conn_open_tls(struct conn *c, const char *host_port,
-		  const struct conn_tls *tls, const char **ret_err);
+int conn_open_tls(struct conn *c, const struct conn_target *t,
+		  const struct conn_tls *tls, unsigned timeout_ms, const char **ret_err);
 
 #endif

@@ -25,9 +25,25 @@ struct tls_state {
 	SSL *ssl;
 };
 
+static int connect_addr(const struct sockaddr *sa, socklen_t len, unsigned timeout_ms)
+{
+	int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	/* connect(2) and the handshake's reads honour these: a host that
+	 * accepts but never answers (stopped) costs @timeout_ms, not minutes. */
+	conn_set_timeouts(fd, timeout_ms);
+	if (connect(fd, sa, len) == 0)
+		return fd;
+	fd = (close(fd), -errno);
+	return fd == -EINPROGRESS || fd == -EAGAIN ? -ETIMEDOUT : fd;
+}
+
 /* A name that does not resolve is not "No route to host": *@ret_err says
  * what the resolver said, naming the host. */
-static int connect_tcp(const char *host, const char *port, const char **ret_err)
+static int connect_tcp(const char *host, const char *port, unsigned timeout_ms,
+		       const char **ret_err)
 {
 	static char why[NI_MAXHOST + 96]; /* *@ret_err: one client, one server */
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL, *a;
@@ -41,16 +57,9 @@ static int connect_tcp(const char *host, const char *port, const char **ret_err)
 		return -EHOSTUNREACH;
 	}
 	for (a = ai; a; a = a->ai_next) {
-		fd = socket(a->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0) {
-			fd = -errno;
-			continue;
-		}
-		conn_set_timeouts(fd);
-		if (connect(fd, a->ai_addr, a->ai_addrlen) == 0)
+		fd = connect_addr(a->ai_addr, a->ai_addrlen, timeout_ms);
+		if (fd >= 0)
 			break;
-		close(fd);
-		fd = -errno;
 	}
 	freeaddrinfo(ai);
 	return fd;
@@ -127,6 +136,13 @@ static ssize_t tls_read_waiting(struct conn *c, void *buf, size_t len)
 	return -ECONNRESET;
 }
 
+static size_t tls_pending(const struct conn *c)
+{
+	struct tls_state *t = c->tls;
+
+	return t && t->ssl ? (size_t)SSL_pending(t->ssl) : 0;
+}
+
 static void tls_free(struct conn *c)
 {
 	struct tls_state *t = c->tls;
@@ -143,14 +159,16 @@ static const struct conn_ops tls_ops = {
 	.xfer = tls_xfer,
 	.read_waiting = tls_read_waiting,
 	.free = tls_free,
+	.pending = tls_pending,
 };
 
-/* Connect, then check the server's certificate names the host we asked for. */
-int conn_open_tls(struct conn *c, const char *host_port, const struct conn_tls *tls,
-		  const char **ret_err)
+/* Connect, then check the server's certificate names the host we asked
+ * for (the target's name, whichever of its addresses we reach). */
+int conn_open_tls(struct conn *c, const struct conn_target *target,
+		  const struct conn_tls *tls, unsigned timeout_ms, const char **ret_err)
 {
 	struct tls_state *t;
-	_cleanup_(freep) char *hp = strdup(host_port);
+	_cleanup_(freep) char *hp = strdup(target->server + 4);
 	char *host, *port;
 	int r;
 
@@ -171,7 +189,11 @@ int conn_open_tls(struct conn *c, const char *host_port, const struct conn_tls *
 	 * mid-batch would kill us with SIGPIPE before we could name the
 	 * modules left unsigned.  As EPIPE it is an error like any other. */
 	signal(SIGPIPE, SIG_IGN);
-	c->fd = connect_tcp(host, port, ret_err);
+	if (target->addr_len > 0)
+		c->fd = connect_addr((const struct sockaddr *)&target->addr, target->addr_len,
+				     timeout_ms);
+	else
+		c->fd = connect_tcp(host, port, timeout_ms, ret_err);
 	if (c->fd < 0)
 		return c->fd;
 	t->ssl = SSL_new(t->ctx);
@@ -182,7 +204,9 @@ int conn_open_tls(struct conn *c, const char *host_port, const struct conn_tls *
 		SSL_set1_host(t->ssl, host);
 	ERR_clear_error();
 	if (SSL_connect(t->ssl) != 1)
-		return (*ret_err = ssl_reason()), -EPROTO;
+		return (*ret_err = errno == EAGAIN ? "TLS handshake timed out" : ssl_reason()),
+		       -EPROTO;
+	conn_set_timeouts(c->fd, CONN_TIMEOUT_SEC * 1000);
 	return 0;
 }
 

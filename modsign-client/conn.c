@@ -4,6 +4,7 @@
  * conn-tls.c.
  */
 #include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +17,36 @@
 #include "conn-internal.h"
 #include "util.h"
 
-void conn_set_timeouts(int fd)
+void conn_set_timeouts(int fd, unsigned ms)
 {
-	struct timeval tv = { .tv_sec = CONN_TIMEOUT_SEC };
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+void conn_set_timeout(struct conn *c, unsigned ms)
+{
+	conn_set_timeouts(c->fd, ms);
+}
+
+int conn_fd(const struct conn *c)
+{
+	return c->fd;
+}
+
+bool conn_has_input(const struct conn *c)
+{
+	uint32_t len;
+
+	if (c->tls_ops && c->tls_ops->pending(c) > 0)
+		return true;
+	if (c->in_len < PROTO_HEADER_LEN)
+		return false;
+	len = (uint32_t)c->in[0] << 24 | (uint32_t)c->in[1] << 16 |
+	      (uint32_t)c->in[2] << 8 | c->in[3];
+	/* A bad length is input too: conn_recv() returns its error at once. */
+	return len == 0 || len > PROTO_MAX_FRAME || c->in_len - PROTO_HEADER_LEN >= len;
 }
 
 static int open_unix(struct conn *c, const char *path)
@@ -36,30 +61,35 @@ static int open_unix(struct conn *c, const char *path)
 		return -errno;
 	if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -errno;
-	conn_set_timeouts(c->fd);
+	conn_set_timeouts(c->fd, CONN_TIMEOUT_SEC * 1000);
 	return 0;
 }
 
-static int open_one(const char *addr, const struct conn_tls *tls, struct conn **ret,
-		    const char **ret_err)
+int conn_open_target(const struct conn_target *t, const struct conn_tls *tls,
+		     unsigned timeout_ms, struct conn **ret, const char **ret_err)
 {
-	struct conn *c = calloc(1, sizeof(*c));
+	struct conn *c;
 	int r;
 
 	*ret_err = NULL;
+	if (t->why[0]) {
+		*ret_err = t->why;
+		return -EHOSTUNREACH;
+	}
+	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->fd = -1;
 	c->next_id = 1;
-	if (strncmp(addr, "unix:", 5) == 0)
-		r = open_unix(c, addr + 5);
-	else if (strncmp(addr, "tls:", 4) == 0)
-		r = conn_open_tls(c, addr + 4, tls, ret_err);
+	if (strncmp(t->server, "unix:", 5) == 0)
+		r = open_unix(c, t->server + 5);
+	else if (strncmp(t->server, "tls:", 4) == 0)
+		r = conn_open_tls(c, t, tls, timeout_ms, ret_err);
 	else {
 		*ret_err = "unsupported address (expected unix:PATH or tls:HOST:PORT)";
 		r = -EINVAL;
 	}
-	if (r >= 0 && !(c->address = strdup(addr)))
+	if (r >= 0 && !(c->address = strdup(t->label)))
 		r = -ENOMEM;
 	if (r < 0) {
 		conn_close(c);
@@ -69,21 +99,109 @@ static int open_one(const char *addr, const struct conn_tls *tls, struct conn **
 	return 0;
 }
 
+static bool same_addr(const struct conn_target *a, const struct addrinfo *ai)
+{
+	return a->addr_len == ai->ai_addrlen && memcmp(&a->addr, ai->ai_addr, ai->ai_addrlen) == 0;
+}
+
+/* One target per distinct address of a tls: entry; *@n grows. */
+static int add_tls_targets(const char *server, struct conn_target *v, size_t *n)
+{
+	_cleanup_(freep) char *hp = strdup(server + 4);
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	size_t first = *n;
+	char *host, *port;
+	int r;
+
+	if (!hp)
+		return -ENOMEM;
+	v[*n] = (struct conn_target){ .server = server };
+	snprintf(v[*n].label, sizeof(v[*n].label), "%s", server);
+	if (split_host_port(hp, &host, &port) < 0 || !*host) {
+		(*n)++; /* conn_open_tls() names the mistake */
+		return 0;
+	}
+	r = getaddrinfo(host, port, &hints, &ai);
+	if (r != 0) {
+		snprintf(v[*n].why, sizeof(v[*n].why), "cannot resolve %s: %s", host,
+			 r == EAI_SYSTEM ? strerror(errno) : gai_strerror(r));
+		(*n)++;
+		return 0;
+	}
+	for (struct addrinfo *a = ai; a && *n < CONN_MAX_TARGETS; a = a->ai_next) {
+		bool dup = false;
+
+		for (size_t i = first; i < *n && !dup; i++)
+			dup = same_addr(&v[i], a);
+		if (dup || a->ai_addrlen > sizeof(v[*n].addr))
+			continue;
+		v[*n] = (struct conn_target){ .server = server, .addr_len = a->ai_addrlen };
+		memcpy(&v[*n].addr, a->ai_addr, a->ai_addrlen);
+		(*n)++;
+	}
+	freeaddrinfo(ai);
+	for (size_t i = first; i < *n; i++) {
+		char ip[NI_MAXHOST] = "?";
+
+		getnameinfo((struct sockaddr *)&v[i].addr, v[i].addr_len, ip, sizeof(ip), NULL,
+			    0, NI_NUMERICHOST);
+		if (*n - first > 1)
+			snprintf(v[i].label, sizeof(v[i].label), "%s (%s)", server, ip);
+		else
+			snprintf(v[i].label, sizeof(v[i].label), "%s", server);
+	}
+	return 0;
+}
+
+int conn_targets(const char *const *servers, size_t n, struct conn_target **ret,
+		 size_t *ret_n)
+{
+	_cleanup_(freep) struct conn_target *v = calloc(CONN_MAX_TARGETS, sizeof(*v));
+	size_t k = 0;
+	int r;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && k < CONN_MAX_TARGETS; i++) {
+		if (strncmp(servers[i], "tls:", 4) == 0) {
+			r = add_tls_targets(servers[i], v, &k);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		v[k] = (struct conn_target){ .server = servers[i] };
+		snprintf(v[k].label, sizeof(v[k].label), "%s", servers[i]);
+		k++;
+	}
+	*ret = TAKE_PTR(v);
+	*ret_n = k;
+	return 0;
+}
+
 int conn_open(const char *const *servers, size_t n, const struct conn_tls *tls,
 	      struct conn **ret, size_t *ret_index, char *err, size_t err_size)
 {
-	int r = -EINVAL;
+	_cleanup_(freep) struct conn_target *t = NULL;
+	size_t nt = 0;
+	int r;
 
 	snprintf(err, err_size, "no server given");
-	for (size_t i = 0; i < n; i++) {
+	r = conn_targets(servers, n, &t, &nt);
+	if (r < 0)
+		return r;
+	r = -EINVAL;
+	for (size_t i = 0; i < nt; i++) {
 		const char *why;
 
-		r = open_one(servers[i], tls, ret, &why);
+		r = conn_open_target(&t[i], tls, CONN_TIMEOUT_SEC * 1000, ret, &why);
 		if (r >= 0) {
-			*ret_index = i;
+			*ret_index = 0;
+			for (size_t j = 0; j < n; j++)
+				if (servers[j] == t[i].server)
+					*ret_index = j;
 			return 0;
 		}
-		snprintf(err, err_size, "cannot connect to modsignd at %s: %s", servers[i],
+		snprintf(err, err_size, "cannot connect to modsignd at %s: %s", t[i].label,
 			 why ?: strerror(-r));
 	}
 	return r;

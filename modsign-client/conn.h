@@ -9,13 +9,18 @@
  */
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "proto.h"
 
 #define CONN_DEFAULT_SERVER "unix:/run/modsignd/modsignd.sock"
 #define CONN_MAX_SERVERS 16
+/* Places a server list expands to: every address of every tls: name. */
+#define CONN_MAX_TARGETS 64
+#define CONN_MAX_LABEL 320
 /* A daemon that does not answer within this time is considered gone. */
 #define CONN_TIMEOUT_SEC 120
 
@@ -28,6 +33,52 @@ struct conn_tls {
 	const char *cert;
 	const char *key;
 };
+
+/*
+ * One place a server can be reached: an entry of the server list as
+ * given, and for a tls:HOST:PORT entry one of the addresses HOST resolved
+ * to (the certificate is still checked against HOST).  A name with
+ * several addresses is several targets: a pool.
+ */
+struct conn_target {
+	const char *server;            /* borrowed: unix:PATH or tls:HOST:PORT */
+	struct sockaddr_storage addr;  /* tls: the address to connect to */
+	socklen_t addr_len;            /* 0: unix, or HOST did not resolve */
+	char label[CONN_MAX_LABEL];    /* for messages: the entry, and the
+					* address when the name has several */
+	char why[CONN_MAX_LABEL];      /* non-empty: cannot be connected to
+					* (the resolver's reason) */
+};
+
+/*
+ * Expand @servers into targets, in list order (a name's addresses in the
+ * resolver's order, duplicates dropped).  An entry that does not resolve
+ * is one target whose why says so.  *@ret (new array, free()) has at
+ * least one target per entry, at most CONN_MAX_TARGETS.
+ */
+int conn_targets(const char *const *servers, size_t n, struct conn_target **ret,
+		 size_t *ret_n);
+
+/*
+ * Connect to @t; connect and TLS handshake may take @timeout_ms each, and
+ * later reads and writes CONN_TIMEOUT_SEC (conn_set_timeout() changes
+ * that).  On failure returns a negative errno (-EPROTO: the TLS handshake
+ * failed, e.g. a certificate we do not trust) and *@ret_err may give the
+ * reason (static text; NULL: strerror).
+ */
+int conn_open_target(const struct conn_target *t, const struct conn_tls *tls,
+		     unsigned timeout_ms, struct conn **ret, const char **ret_err);
+
+/* Reads and writes on @c give up after @ms (-ETIMEDOUT). */
+void conn_set_timeout(struct conn *c, unsigned ms);
+
+/* The socket, for poll(2). */
+int conn_fd(const struct conn *c);
+
+/* True when conn_recv() can return a frame without waiting for the
+ * socket: a whole frame is buffered, or the TLS layer holds bytes that
+ * poll(2) on the socket would not show. */
+bool conn_has_input(const struct conn *c);
 
 /*
  * Connect to the first of @servers (unix:PATH or tls:HOST:PORT) that
