@@ -129,7 +129,7 @@ static int next_deadline(const struct pool *p, size_t *ret_i)
 int pool_wait(struct pool *p, size_t *ret_i)
 {
 	struct pollfd fds[CONN_MAX_TARGETS];
-	size_t idx[CONN_MAX_TARGETS], nf = 0;
+	size_t idx[CONN_MAX_TARGETS], nf = 0, stalled = 0;
 	int timeout, r;
 
 	for (size_t i = 0; i < p->n; i++) {
@@ -145,9 +145,9 @@ int pool_wait(struct pool *p, size_t *ret_i)
 	if (nf == 0)
 		return -ENOTCONN;
 	for (;;) {
-		timeout = next_deadline(p, ret_i);
-		if (timeout == 0)
-			return 0;
+		/* A deadline passed is a stall only if nothing has arrived: a
+		 * reply may have waited while we wrote modules. */
+		timeout = next_deadline(p, &stalled);
 		r = poll(fds, nf, timeout);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -158,6 +158,10 @@ int pool_wait(struct pool *p, size_t *ret_i)
 				*ret_i = idx[k];
 				return 1;
 			}
+		if (timeout == 0) {
+			*ret_i = stalled;
+			return 0;
+		}
 	}
 }
 

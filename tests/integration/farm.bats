@@ -1,0 +1,347 @@
+#!/usr/bin/env bats
+# A signing farm, tested as one: every host a network namespace of its
+# own with an address on one bridge (198.18.0.0/24, inside the
+# benchmarking range 198.18.0.0/15; no address of the machine's own
+# network is touched), the builder's /etc/hosts (ip netns exec reads
+# /etc/netns/NAME/hosts) giving the signing service one name,
+# sign.farm.test, with one address per signing host:
+#
+#   builder 198.18.0.10 ──┐            ┌── sign-1 198.18.0.1  modsignd
+#                         ├── bridge ──┼── sign-2 198.18.0.2  modsignd
+#                         │            ├── sign-3 198.18.0.3  modsignd
+#                         │            └── rogue  198.18.0.9  modsignd, a CA
+#                         │                                   the builder does not trust
+#
+# Each signing host runs modsignd with mutual TLS, the same RSA-4096 key
+# (a PEM file here; the key in one HSM behind p11-kit server is on paper,
+# docs/BUILD-FARM.md) and its own audit log.  Each case builds the
+# namespaces and starts the daemons it needs, and tears all of it down,
+# on failure too.  Each failure case has its twin.
+
+load ../common
+
+setup_file() {
+	local P=$BATS_FILE_TMPDIR/pki
+
+	mkdir "$P"
+	cd "$P" || return 1
+	pki farm-ca
+	pki rogue-ca
+	for n in 1 2 3; do
+		printf 'subjectAltName=DNS:sign.farm.test,DNS:sign-%s.farm.test\n' "$n" >"san-$n.ext"
+		issue "sign-$n" farm-ca -extfile "san-$n.ext"
+	done
+	printf 'subjectAltName=DNS:sign.farm.test\n' >san-rogue.ext
+	issue rogue rogue-ca -extfile san-rogue.ext
+	issue builder farm-ca
+	# One key for the farm, the kind a distribution signs with: RSA-4096
+	# is slow enough (about 100 signatures/s on this machine) that a batch
+	# is still running when a host is killed.
+	make_pem_key "$P/farm-key.pem" rsa:4096 "modsign farm key"
+	# 400 real modules, unsigned, and their reference signatures: the
+	# same modules signed by one daemon alone, which a farm's output must
+	# equal byte for byte (RSA signatures are deterministic).  Made once:
+	# cases only copy them.
+	mkdir "$P/unsigned" "$P/ref"
+	real_modules 400 | xargs cp -t "$P/unsigned/"
+	"$C" strip "$P"/unsigned/*.ko >/dev/null
+	cp "$P"/unsigned/*.ko "$P/ref/"
+	T=$BATS_FILE_TMPDIR
+	DAEMON_PIDS=()
+	start_daemon "$T/ref.sock" --key "default=$P/farm-key.pem" || return 1
+	"$C" --server "unix:$T/ref.sock" sign "$P"/ref/*.ko
+	stop_daemon "$DAEMON_PID"
+}
+
+setup() {
+	case_setup
+	P=$BATS_FILE_TMPDIR/pki
+	TAG=$(printf '%04x' $((RANDOM % 65536)))
+	NETNS=()
+	LAN=mf${TAG}lan
+	ip netns add "$LAN" || return 1
+	NETNS+=("$LAN")
+	ip -n "$LAN" link add br0 type bridge || return 1
+	ip -n "$LAN" link set br0 up
+	host builder 198.18.0.10
+	hosts_file builder 198.18.0.1 198.18.0.2 198.18.0.3
+}
+
+teardown() {
+	local p ns
+
+	for p in "${DAEMON_PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; done
+	for ns in "${NETNS[@]}"; do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+		ip netns del "$ns" 2>/dev/null
+		rm -rf "/etc/netns/$ns"
+	done
+	case_teardown
+}
+
+# host NAME ADDR: a namespace mf$TAG-NAME whose eth0 has ADDR/24 on the
+# bridge.  The veth pair is made inside the namespaces (ip -n), so no
+# end of it ever shows up in the machine's own namespace.
+host() {
+	local ns=mf${TAG}$1
+	ip netns add "$ns" || return 1
+	NETNS+=("$ns")
+	ip -n "$LAN" link add "p-$1" type veth peer name eth0 netns "$ns" || return 1
+	ip -n "$LAN" link set "p-$1" master br0 up
+	ip -n "$ns" link set lo up
+	ip -n "$ns" addr add "$2/24" dev eth0
+	ip -n "$ns" link set eth0 up
+}
+
+# hosts_file NAME ADDR...: /etc/hosts in namespace NAME: sign.farm.test
+# has every ADDR (a pool of one name).
+hosts_file() {
+	local ns=mf${TAG}$1 a
+	shift
+	mkdir -p "/etc/netns/$ns"
+	{
+		echo "127.0.0.1 localhost"
+		for a in "$@"; do echo "$a sign.farm.test"; done
+	} >"/etc/netns/$ns/hosts"
+}
+
+# signer N ADDR [CERT]: host sign-N at ADDR running modsignd on
+# tls:ADDR:7787 with the farm key and its own audit log, audit-N.jsonl;
+# its pid in PID_N.  CERT (default sign-N) is the TLS certificate it shows.
+signer() {
+	local n=$1 addr=$2 cert=${3:-sign-$1}
+	host "s$n" "$addr" || return 1
+	# modsignd_start runs "$MODSIGND" ARGS: here ip, which execs modsignd
+	# in the namespace (same pid, so kill -9 kills the daemon).
+	MODSIGND=ip modsignd_start "$T/modsignd-$n.log" netns exec "mf${TAG}s$n" "$MODSIGND" \
+		--listen "tls:$addr:7787" --key "default=$P/farm-key.pem" \
+		--tls-cert "$P/$cert.crt" --tls-key "$P/$cert.key" --tls-client-ca "$P/farm-ca.crt" \
+		--allow cn:builder --audit-log "$T/audit-$n.jsonl" || return 1
+	DAEMON_PIDS+=("$MODSIGND_PID")
+	printf -v "PID_$n" %s "$MODSIGND_PID"
+}
+farm() { # N: signing hosts 1..N
+	local n
+	for n in $(seq 1 "$1"); do signer "$n" "198.18.0.$n" || return 1; done
+}
+
+# builder ARGS...: the client on the builder, its pool the name's addresses.
+builder() {
+	ip netns exec "mf${TAG}builder" "$C" --server tls:sign.farm.test:7787 \
+		--tls-ca "${CA:-$P/farm-ca.crt}" --tls-cert "$P/builder.crt" \
+		--tls-key "$P/builder.key" "$@"
+}
+
+# mods N: the first N of the file's modules in mods/, unsigned, and their
+# reference signatures in ref/.
+mods() {
+	mkdir -p mods ref
+	(cd "$P/unsigned" && ls | head -n "$1") >names
+	sed "s|^|$P/unsigned/|" names | xargs cp -t mods/
+	sed "s|^|$P/ref/|" names | xargs cp -t ref/
+	sha256sum mods/*.ko >unsigned.sum
+}
+
+same_as_reference() {
+	local f bad=0
+	for f in mods/*.ko; do
+		cmp -s "$f" "ref/${f##*/}" || { echo "differs: $f"; bad=$((bad + 1)); }
+	done
+	[ "$bad" -eq 0 ]
+}
+
+# Each module untouched (as before the batch) or whole: signed as the
+# reference.  Never half-written.
+untouched_or_whole() {
+	local f bad=0
+	for f in mods/*.ko; do
+		grep -q "$(sha "$f")  $f" unsigned.sum && continue
+		cmp -s "$f" "ref/${f##*/}" || { echo "neither: $f"; bad=$((bad + 1)); }
+	done
+	[ "$bad" -eq 0 ]
+}
+
+oks() { grep -c '"result":"ok"' "$1" 2>/dev/null || true; }
+
+# busiest_after K: wait until one signing host has issued K signatures
+# (mid-batch); print its number.
+busiest_after() {
+	local n
+	for _ in $(seq 1 600); do
+		for n in 1 2 3; do
+			[ "$(oks "audit-$n.jsonl")" -ge "$1" ] && { echo "$n"; return 0; }
+		done
+		sleep 0.01
+	done
+	return 1
+}
+
+@test "farm-pool-spreads-over-every-address" {
+	farm 3
+	mods 150
+	run builder sign mods/*.ko
+	assert_success
+	same_as_reference
+	# Every host took part (each gets 32 at once before any reply).
+	for n in 1 2 3; do [ "$(oks "audit-$n.jsonl")" -gt 0 ]; done
+}
+
+# The union of the audit logs holds each issued signature once: a batch
+# without failure issues exactly one per module.
+@test "farm-audit-union-once-per-module" {
+	farm 3
+	mods 150
+	builder sign mods/*.ko
+	cat audit-*.jsonl | grep '"result":"ok"' | python3 -c '
+import json, sys, collections
+c = collections.Counter(json.loads(l)["digest"] for l in sys.stdin)
+assert len(c) == 150, len(c)
+assert set(c.values()) == {1}, c.most_common(3)
+'
+}
+
+# kill -9 of the busiest host mid-batch: its outstanding requests go to
+# the others, the batch ends with every module signed as one server would
+# have, exit 0.  (The client of commit 10d6258 fails this: it fails over
+# only when it connects.)
+@test "farm-kill9-mid-batch-completes" {
+	farm 3
+	mods 400
+	builder sign mods/*.ko 2>client.err &
+	cpid=$!
+	victim=$(busiest_after 20)
+	kill -9 "$(eval echo "\$PID_$victim")"
+	rc=0
+	wait "$cpid" || rc=$?
+	cat client.err
+	[ "$rc" -eq 0 ]
+	same_as_reference
+	grep -q "sign.farm.test:7787 (198.18.0.$victim)" client.err
+	# The killed host issued some, not all: it died mid-batch.
+	[ "$(oks "audit-$victim.jsonl")" -lt 400 ]
+	# Audit union: every module at least once; a module twice only when
+	# the killed host issued it and its reply was lost (sent again), and
+	# never twice by one host.
+	cat audit-*.jsonl | grep '"result":"ok"' | python3 -c '
+import json, sys, collections
+c = collections.Counter(json.loads(l)["digest"] for l in sys.stdin)
+assert len(c) == 400, len(c)
+assert max(c.values()) <= 2, c.most_common(3)
+'
+	for f in audit-*.jsonl; do
+		dups=$(grep '"result":"ok"' "$f" | python3 -c '
+import json, sys, collections
+c = collections.Counter(json.loads(l)["digest"] for l in sys.stdin)
+print(sum(1 for v in c.values() if v > 1))')
+		[ "$dups" -eq 0 ]
+	done
+}
+
+# Twin: the pool is only the host that is killed; the batch fails, and
+# each module is untouched or whole.
+@test "farm-kill9-only-host-fails-modules-whole" {
+	farm 1
+	hosts_file builder 198.18.0.1
+	mods 300
+	builder sign mods/*.ko 2>client.err &
+	cpid=$!
+	busiest_after 20 >/dev/null
+	kill -9 "$PID_1"
+	rc=0
+	wait "$cpid" || rc=$?
+	[ "$rc" -eq 1 ]
+	grep -q "not signed" client.err
+	untouched_or_whole
+}
+
+# SIGSTOP: a stall, not a close (the kernel still accepts and buffers).
+# With a 1 s stall timeout the batch finishes well within its bound.
+@test "farm-sigstop-mid-batch-completes-bounded" {
+	farm 3
+	mods 300
+	start=$(date +%s)
+	builder --stall-timeout 1 sign mods/*.ko 2>client.err &
+	cpid=$!
+	victim=$(busiest_after 20)
+	kill -STOP "$(eval echo "\$PID_$victim")"
+	rc=0
+	wait "$cpid" || rc=$?
+	cat client.err
+	[ "$rc" -eq 0 ]
+	[ $(($(date +%s) - start)) -lt 60 ]
+	same_as_reference
+	grep -q "198.18.0.$victim).*no reply (stalled)" client.err
+}
+
+# Twin: without a stall timeout that fires (60 s), the stopped host holds
+# its requests: after 8 s the batch has not finished; its modules are
+# untouched or whole.
+@test "farm-sigstop-without-stall-timeout-hangs" {
+	farm 3
+	mods 300
+	timeout 8 ip netns exec "mf${TAG}builder" "$C" --stall-timeout 60 \
+		--server tls:sign.farm.test:7787 --tls-ca "$P/farm-ca.crt" \
+		--tls-cert "$P/builder.crt" --tls-key "$P/builder.key" sign mods/*.ko 2>client.err &
+	cpid=$!
+	victim=$(busiest_after 20)
+	kill -STOP "$(eval echo "\$PID_$victim")"
+	rc=0
+	wait "$cpid" || rc=$?
+	[ "$rc" -eq 124 ]
+	untouched_or_whole
+}
+
+# A host whose certificate the builder does not trust is named and never
+# used: it issues nothing.
+@test "farm-untrusted-host-skipped" {
+	farm 2
+	signer 9 198.18.0.9 rogue
+	hosts_file builder 198.18.0.1 198.18.0.2 198.18.0.9
+	mods 100
+	run builder sign mods/*.ko
+	assert_success
+	assert_output --partial "sign.farm.test:7787 (198.18.0.9): not used: TLS: certificate verify failed"
+	same_as_reference
+	[ "$(oks audit-9.jsonl)" -eq 0 ]
+}
+
+# Twin: the same host, its CA trusted, is used.
+@test "farm-trusted-host-used" {
+	farm 2
+	signer 9 198.18.0.9 rogue
+	hosts_file builder 198.18.0.1 198.18.0.2 198.18.0.9
+	cat "$P/farm-ca.crt" "$P/rogue-ca.crt" >both-ca.crt
+	mods 100
+	CA=$T/both-ca.crt run builder sign mods/*.ko
+	assert_success
+	same_as_reference
+	[ "$(oks audit-9.jsonl)" -gt 0 ]
+}
+
+# kbuild's one call per module: each picks a host by its path and fails
+# over at connect; with one host down every module is still signed.
+@test "farm-per-module-fails-over-at-connect" {
+	farm 3
+	mods 12
+	kill -9 "$PID_2"
+	wait "$PID_2" 2>/dev/null || true
+	builder cert >farm.crt
+	for f in mods/*.ko; do
+		builder sign-file sha256 modsign:default farm.crt "$f" || return 1
+	done
+	same_as_reference
+}
+
+# Twin: with every host down the call fails and the module is untouched.
+@test "farm-per-module-all-down-fails" {
+	farm 1
+	hosts_file builder 198.18.0.1
+	mods 1
+	builder cert >farm.crt
+	kill -9 "$PID_1"
+	f=$(ls mods/*.ko)
+	run builder sign-file sha256 modsign:default farm.crt "$f"
+	assert_failure
+	untouched_or_whole
+	grep -q "$(sha "$f")  $f" unsigned.sum
+}
