@@ -1,10 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* status: the daemon, its version and its keys. */
+/*
+ * status: the daemon, its version and its keys.  status --json asks every
+ * target of the pool (every server, every address of a name), for
+ * scripts watching a farm: one JSON object on standard output.
+ */
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "client.h"
 #include "commands.h"
+#include "util.h"
 
 static const char *str(json_object *o, const char *key)
 {
@@ -25,27 +32,27 @@ static void print_health(json_object *k)
 	printf("  health:  %s%s%s%s\n", h, why ? " (" : "", why ?: "", why ? ")" : "");
 }
 
-int cmd_status(const struct global *g, int argc, char **argv _unused_)
+/* The status reply of @c: 0 and *@ret, or -errno with *@ret_why. */
+static int status_call(struct conn *c, json_object **ret, const char **ret_why)
 {
-	_cleanup_(conn_closep) struct conn *c = NULL;
-	_cleanup_(json_object_putp) json_object *req = NULL, *reply = NULL;
-	json_object *keys;
+	_cleanup_(json_object_putp) json_object *req = NULL;
 	const char *err;
 	int r;
 
-	if (argc != 1) {
-		warn_msg("status takes no arguments");
-		return EXIT_USAGE;
-	}
-	if (client_connect(g, &c) < 0)
-		return 1;
 	req = proto_request_new(conn_next_id(c), "status");
-	r = conn_call(c, req, &reply, &err);
-	if (r < 0) {
-		warn_msg("%s: %s", conn_address(c), r == -EREMOTEIO ? err : conn_strerror(c, r));
-		return 1;
-	}
-	printf("server: %s (modsignd %s)\n", conn_address(c), str(reply, "version"));
+	if (!req)
+		return -ENOMEM;
+	r = conn_call(c, req, ret, &err);
+	if (r < 0)
+		*ret_why = r == -EREMOTEIO ? err : conn_strerror(c, r);
+	return r;
+}
+
+static int print_text(json_object *reply, const char *address)
+{
+	json_object *keys;
+
+	printf("server: %s (modsignd %s)\n", address, str(reply, "version"));
 	if (!json_object_object_get_ex(reply, "keys", &keys) ||
 	    !json_object_is_type(keys, json_type_array))
 		return 1;
@@ -61,4 +68,93 @@ int cmd_status(const struct global *g, int argc, char **argv _unused_)
 		print_health(k);
 	}
 	return 0;
+}
+
+static int status_text(const struct global *g)
+{
+	_cleanup_(conn_closep) struct conn *c = NULL;
+	_cleanup_(json_object_putp) json_object *reply = NULL;
+	const char *why = NULL;
+
+	if (client_connect(g, &c) < 0)
+		return 1;
+	if (status_call(c, &reply, &why) < 0) {
+		warn_msg("%s: %s", conn_address(c), why);
+		return 1;
+	}
+	return print_text(reply, conn_address(c));
+}
+
+/* {"server":LABEL,"ok":true,"version":...,"keys":[...]} or
+ * {"server":LABEL,"ok":false,"error":WHY}: one target. */
+static json_object *target_status(const struct global *g, const struct conn_target *t)
+{
+	_cleanup_(conn_closep) struct conn *c = NULL;
+	json_object *reply = NULL, *out = json_object_new_object(), *v;
+	const char *why = NULL;
+	int r;
+
+	if (!out)
+		return NULL;
+	json_object_object_add(out, "server", json_object_new_string(t->label));
+	r = conn_open_target(t, &g->tls, g->stall_ms, &c, &why);
+	if (r >= 0)
+		r = status_call(c, &reply, &why);
+	json_object_object_add(out, "ok", json_object_new_boolean(r >= 0));
+	if (r < 0)
+		json_object_object_add(out, "error",
+				       json_object_new_string(why ?: strerror(-r)));
+	if (r >= 0 && json_object_object_get_ex(reply, "version", &v))
+		json_object_object_add(out, "version", json_object_get(v));
+	if (r >= 0 && json_object_object_get_ex(reply, "keys", &v))
+		json_object_object_add(out, "keys", json_object_get(v));
+	json_object_put(reply);
+	return out;
+}
+
+/* Exit 0 if any target answered: a farm with a host down still serves. */
+static int status_json(const struct global *g)
+{
+	_cleanup_(freep) struct conn_target *t = NULL;
+	_cleanup_(json_object_putp) json_object *doc = json_object_new_object();
+	json_object *arr = json_object_new_array();
+	size_t nt = 0, up = 0;
+	int r;
+
+	if (!doc || !arr) {
+		json_object_put(arr);
+		return 1;
+	}
+	json_object_object_add(doc, "servers", arr);
+	r = conn_targets(g->servers, g->n_servers, &t, &nt);
+	if (r < 0) {
+		warn_msg("%s", strerror(-r));
+		return 1;
+	}
+	for (size_t i = 0; i < nt; i++) {
+		json_object *s = target_status(g, &t[i]);
+		bool ok = false;
+
+		if (!s)
+			return 1;
+		proto_get_bool(s, "ok", &ok);
+		up += ok;
+		json_object_array_add(arr, s);
+	}
+	json_object_object_add(doc, "up", json_object_new_int64((int64_t)up));
+	json_object_object_add(doc, "total", json_object_new_int64((int64_t)nt));
+	puts(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN |
+						 JSON_C_TO_STRING_NOSLASHESCAPE));
+	return up > 0 ? 0 : 1;
+}
+
+int cmd_status(const struct global *g, int argc, char **argv)
+{
+	if (argc == 2 && strcmp(argv[1], "--json") == 0)
+		return status_json(g);
+	if (argc != 1) {
+		warn_msg("usage: status [--json]");
+		return EXIT_USAGE;
+	}
+	return status_text(g);
 }

@@ -30,34 +30,73 @@ const char *verify_reason(int r)
 	return strerror(-r);
 }
 
-static int verify_one(const char *path, X509 *cert)
+/* Check @path's signature against @cert: 0 and *@ret_hash, or -errno
+ * and *@ret_why (static text, NULL: verify_reason()). */
+static int verify_check(const char *path, X509 *cert, const char **ret_hash,
+			const char **ret_why)
 {
 	_cleanup_(freep) uint8_t *sig = NULL;
 	struct modfile m;
-	const char *why, *hash = NULL;
 	int r;
 
-	r = modfile_open(path, false, &m, &why);
+	*ret_why = NULL;
+	r = modfile_open(path, false, &m, ret_why);
 	if (r < 0) {
-		warn_msg("%s: %s", path, why ?: strerror(-r));
+		*ret_why = *ret_why ?: strerror(-r); /* the file's, not a signature's */
 		return r;
 	}
 	if (m.sig.sig_len == 0) {
-		warn_msg("%s: not signed", path);
 		modfile_close(&m);
+		*ret_why = "not signed";
 		return -ENODATA;
 	}
 	r = modfile_read_sig(&m, &sig);
 	if (r >= 0)
 		r = pkcs7_verify_module(sig, m.sig.sig_len, cert, m.fd, m.sig.body_len,
-					&hash);
+					ret_hash);
 	modfile_close(&m);
-	if (r < 0) {
-		warn_msg("%s: %s", path, verify_reason(r));
+	return r;
+}
+
+static int verify_one(const char *path, X509 *cert, json_object *json)
+{
+	const char *why, *hash = NULL;
+	int r = verify_check(path, cert, &hash, &why);
+	json_object *o;
+
+	if (!json) {
+		if (r < 0)
+			warn_msg("%s: %s", path, why ?: verify_reason(r));
+		else
+			printf("%s: OK (%s)\n", path, hash);
 		return r;
 	}
-	printf("%s: OK (%s)\n", path, hash);
-	return 0;
+	o = json_object_new_object();
+	if (!o)
+		return -ENOMEM;
+	json_object_object_add(o, "module", json_object_new_string(path));
+	json_object_object_add(o, "ok", json_object_new_boolean(r >= 0));
+	if (r >= 0)
+		json_object_object_add(o, "hash", json_object_new_string(hash));
+	else
+		json_object_object_add(o, "error",
+				       json_object_new_string(why ?: verify_reason(r)));
+	json_object_array_add(json, o);
+	return r;
+}
+
+/* verify --json: {"modules":[{"module":P,"ok":B,"hash"|"error":S}...],
+ * "failed":N} on standard output, nothing on stderr per module. */
+static void print_json(json_object *arr, int failed)
+{
+	_cleanup_(json_object_putp) json_object *doc = json_object_new_object();
+
+	if (!doc)
+		return;
+	json_object_object_add(doc, "modules", json_object_get(arr));
+	json_object_object_add(doc, "failed", json_object_new_int(failed));
+	puts(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN |
+						 JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 static int load_verify_cert(const struct global *g, const char *path,
@@ -81,9 +120,11 @@ int cmd_verify(const struct global *g, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "cert", required_argument, NULL, 'c' },
 		{ "key", required_argument, NULL, 'k' },
+		{ "json", no_argument, NULL, 'j' },
 		{}
 	};
 	_cleanup_(X509_freep) X509 *cert = NULL;
+	_cleanup_(json_object_putp) json_object *json = NULL;
 	const char *cert_path = NULL, *key = NULL;
 	int o, failed = 0;
 
@@ -93,7 +134,9 @@ int cmd_verify(const struct global *g, int argc, char **argv)
 			cert_path = optarg;
 		else if (o == 'k')
 			key = optarg;
-		else
+		else if (o == 'j' && !json && !(json = json_object_new_array()))
+			return 1;
+		else if (o != 'j')
 			return EXIT_USAGE;
 	}
 	if (optind >= argc) {
@@ -103,6 +146,8 @@ int cmd_verify(const struct global *g, int argc, char **argv)
 	if (load_verify_cert(g, cert_path, key, &cert) < 0)
 		return 1;
 	for (int i = optind; i < argc; i++)
-		failed += verify_one(argv[i], cert) < 0;
+		failed += verify_one(argv[i], cert, json) < 0;
+	if (json)
+		print_json(json, failed);
 	return failed ? 1 : 0;
 }

@@ -345,3 +345,69 @@ print(sum(1 for v in c.values() if v > 1))')
 	untouched_or_whole
 	grep -q "$(sha "$f")  $f" unsigned.sum
 }
+
+# ---- watching a farm: status --json and verify --json ------------------------
+# status --json asks every address of the pool: one host down is one
+# entry with ok false, and the farm still serves (exit 0).
+@test "farm-status-json-one-host-down" {
+	farm 3
+	kill -9 "$PID_3"
+	wait "$PID_3" 2>/dev/null || true
+	run builder status --json
+	assert_success
+	python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert (d["up"], d["total"]) == (2, 3), d
+down = [s for s in d["servers"] if not s["ok"]]
+assert len(down) == 1 and "198.18.0.3" in down[0]["server"] and down[0]["error"], down
+for s in d["servers"]:
+    if s["ok"]:
+        assert [k["health"] for k in s["keys"]] == ["ok"], s
+' "$output"
+}
+
+# Twin: every host down: exit 1, up 0.
+@test "farm-status-json-all-down-fails" {
+	farm 1
+	hosts_file builder 198.18.0.1
+	kill -9 "$PID_1"
+	wait "$PID_1" 2>/dev/null || true
+	run builder status --json
+	assert_failure
+	python3 -c 'import json, sys; d = json.loads(sys.argv[1]); assert d["up"] == 0, d' "$output"
+}
+
+@test "farm-verify-json-all-ok" {
+	farm 2
+	mods 5
+	builder sign mods/*.ko
+	builder cert >farm.crt
+	run "$C" verify --json --cert farm.crt mods/*.ko
+	assert_success
+	python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["failed"] == 0 and len(d["modules"]) == 5, d
+assert all(m["ok"] and m["hash"] == "sha256" for m in d["modules"]), d
+' "$output"
+}
+
+# Twin: one module changed after signing is the one failure, named.
+@test "farm-verify-json-names-tampered" {
+	farm 2
+	mods 5
+	builder sign mods/*.ko
+	builder cert >farm.crt
+	bad=$(ls mods/*.ko | head -n 1)
+	flip_byte "$bad" 2000
+	run "$C" verify --json --cert farm.crt mods/*.ko
+	assert_failure
+	python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["failed"] == 1, d
+bad = [m for m in d["modules"] if not m["ok"]]
+assert [m["module"] for m in bad] == [sys.argv[2]] and "BAD signature" in bad[0]["error"], bad
+' "$output" "$bad"
+}
