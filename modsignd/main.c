@@ -173,6 +173,7 @@ static int serve(struct daemon *d)
 	int r;
 
 	cfg.tls = d->tls;
+	cfg.metrics_file = d->opt.metrics_file;
 	cfg.reload = reload_policy;
 	cfg.userdata = d;
 	r = server_new(&cfg, &d->keys, &d->policy, d->audit, &d->server);

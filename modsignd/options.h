@@ -43,6 +43,7 @@ struct options {
 	const char *pin_file;
 	const char *pkcs11_module;
 	const char *audit_log;
+	const char *metrics_file;
 	struct certgen_params gen;
 	struct tls_config tls;
 	struct server_config server;

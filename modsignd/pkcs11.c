@@ -656,6 +656,12 @@ int pkcs11_key_health(const struct pkcs11_key *pk, const char **ret_why)
 	return err;
 }
 
+unsigned long pkcs11_key_reopens(const struct pkcs11_key *pk)
+{
+	/* gen counts every reattach(); read without the lock, as a gauge is */
+	return __atomic_load_n(&pk->gen, __ATOMIC_RELAXED);
+}
+
 void pkcs11_key_free(struct pkcs11_key *pk)
 {
 	if (!pk)

@@ -75,6 +75,9 @@ int pkcs11_key_sign(struct pkcs11_key *pk, const struct digest *md,
  */
 int pkcs11_key_health(const struct pkcs11_key *pk, const char **ret_why);
 
+/* Times the key was opened again after a failure (for metrics). */
+unsigned long pkcs11_key_reopens(const struct pkcs11_key *pk);
+
 /* Text for an error of this file; never NULL. */
 const char *pkcs11_strerror(int err);
 

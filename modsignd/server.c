@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "metrics.h"
 #include "proto.h"
 #include "request.h"
 #include "server.h"
@@ -108,6 +109,7 @@ struct server {
 	bool stopping;
 	uint64_t drain_deadline_ms;
 	uint64_t watchdog_usec;
+	struct metrics *metrics; /* NULL: no --metrics-file */
 };
 
 static int watch(struct server *s, int fd, uint32_t events, void *ptr)
@@ -436,6 +438,7 @@ static void dispatch_sign(struct server *s, struct conn *c,
 	memcpy(j->digest, req->digest, req->digest_len);
 	j->digest_len = req->digest_len;
 	j->use_keyid = req->use_keyid;
+	j->start_us = metrics_now_us();
 	c->inflight++;
 	s->inflight++;
 	workq_push(s->wq, j);
@@ -449,6 +452,7 @@ static void handle_sign(struct server *s, struct conn *c, struct request *req)
 	if (!k) {
 		snprintf(why, sizeof(why), "%s", req->key ? "unknown key" :
 							   "no default key: name one");
+		metrics_refused(s->metrics, s->keys, NULL, METRICS_UNKNOWN_KEY, 0);
 		audit_refusal(s, &c->peer, req, why);
 		conn_reply_error(c, req->id, why);
 		return;
@@ -457,6 +461,7 @@ static void handle_sign(struct server *s, struct conn *c, struct request *req)
 	if (!policy_allows_key(s->policy, &c->peer, k->name)) {
 		snprintf(why, sizeof(why), "permission denied: key %s is not granted to %s",
 			 k->name, c->peer.identity);
+		metrics_refused(s->metrics, s->keys, k, METRICS_NOT_GRANTED, 0);
 		audit_refusal(s, &c->peer, req, why);
 		conn_reply_error(c, req->id, why);
 		return;
@@ -983,6 +988,16 @@ static void journal_job(struct server *s, const struct job *j, int sync_r)
 	audit_journal(s->audit, &e);
 }
 
+static void job_metrics(struct server *s, const struct job *j, int sync_r)
+{
+	if (sync_r < 0 || j->audit_r < 0)
+		metrics_refused(s->metrics, s->keys, j->key, METRICS_AUDIT_FAILED, j->start_us);
+	else if (j->r < 0)
+		metrics_refused(s->metrics, s->keys, j->key, METRICS_KEY_FAILED, j->start_us);
+	else
+		metrics_issued(s->metrics, s->keys, j->key, j->start_us);
+}
+
 static void reply_job(struct server *s, struct job *j, int sync_r)
 {
 	struct conn *c = j->conn;
@@ -990,6 +1005,7 @@ static void reply_job(struct server *s, struct job *j, int sync_r)
 
 	c->inflight--;
 	s->inflight--;
+	job_metrics(s, j, sync_r);
 	if (c->fd < 0) {
 		conn_release(s, c);
 		return; /* reap_conns() frees it */
@@ -1173,6 +1189,15 @@ static void dispatch(struct server *s, struct epoll_event *ev)
 	}
 }
 
+/* Every METRICS_INTERVAL_MS, at start and at exit (@now). */
+static void write_metrics(struct server *s, bool now)
+{
+	int r = metrics_tick(s->metrics, s->keys, s->inflight, now);
+
+	if (r < 0)
+		log_warning("metrics file %s: %s", s->cfg.metrics_file, strerror(-r));
+}
+
 int server_run(struct server *s)
 {
 	struct epoll_event evs[64];
@@ -1182,6 +1207,7 @@ int server_run(struct server *s)
 			   (int)(s->watchdog_usec / 2000) : 1000;
 
 	notify_status(s);
+	write_metrics(s, true);
 	for (;;) {
 		int n = epoll_wait(s->epfd, evs, ELEMENTSOF(evs), tick);
 
@@ -1193,12 +1219,14 @@ int server_run(struct server *s)
 		if (now_ms() - last_tick >= (uint64_t)tick) {
 			sweep_timeouts(s);
 			audit_tick(s->audit);
+			write_metrics(s, false);
 			notify_status(s);
 			last_tick = now_ms();
 		}
 		if (s->stopping && (s->n_conns == 0 || now_ms() > s->drain_deadline_ms))
 			break;
 	}
+	write_metrics(s, true);
 	return 0;
 }
 
@@ -1235,6 +1263,11 @@ int server_new(const struct server_config *cfg, struct keystore *keys,
 	s->policy = policy;
 	s->audit = audit;
 	s->wq_fd = s->sig_fd = -1;
+	r = metrics_new(cfg->metrics_file, &s->metrics);
+	if (r < 0) {
+		free(s);
+		return r;
+	}
 	if (sd_watchdog_enabled(0, &s->watchdog_usec) <= 0)
 		s->watchdog_usec = 0;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -1428,5 +1461,6 @@ void server_free(struct server *s)
 		close(s->sig_fd);
 	if (s->epfd >= 0)
 		close(s->epfd);
+	metrics_free(s->metrics);
 	free(s);
 }

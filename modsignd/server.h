@@ -54,6 +54,7 @@ struct server_config {
 	unsigned idle_timeout;              /* seconds */
 	mode_t socket_mode;
 	SSL_CTX *tls; /* NULL: no TLS listeners allowed */
+	const char *metrics_file; /* NULL: none (metrics.h) */
 	/* Called on SIGHUP to re-read the policy in place; may be NULL. */
 	int (*reload)(void *userdata);
 	void *userdata;

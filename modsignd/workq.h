@@ -29,6 +29,7 @@ struct job {
 	size_t digest_len;
 	bool use_keyid;
 	char *module;
+	uint64_t start_us; /* metrics_now_us() when queued */
 	/* result, set by the worker */
 	int r;
 	int audit_r; /* set by the loop: < 0, the record failed and the signature must not leave */

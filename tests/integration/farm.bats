@@ -116,7 +116,8 @@ signer() {
 	MODSIGND=ip modsignd_start "$T/modsignd-$n.log" netns exec "mf${TAG}s$n" "$MODSIGND" \
 		--listen "tls:$addr:7787" --key "default=$P/farm-key.pem" \
 		--tls-cert "$P/$cert.crt" --tls-key "$P/$cert.key" --tls-client-ca "$P/farm-ca.crt" \
-		--allow cn:builder --audit-log "$T/audit-$n.jsonl" || return 1
+		--allow cn:builder --audit-log "$T/audit-$n.jsonl" \
+		--metrics-file "$T/metrics-$n.prom" || return 1
 	DAEMON_PIDS+=("$MODSIGND_PID")
 	printf -v "PID_$n" %s "$MODSIGND_PID"
 }
@@ -410,4 +411,52 @@ assert d["failed"] == 1, d
 bad = [m for m in d["modules"] if not m["ok"]]
 assert [m["module"] for m in bad] == [sys.argv[2]] and "BAD signature" in bad[0]["error"], bad
 ' "$output" "$bad"
+}
+
+# ---- each daemon's counters, Prometheus text format ---------------------------
+# metric FILE NAME{LABELS}: the value of one sample.
+metric() { awk -v k="$2" '$1 == k { print $2 }' "$1"; }
+
+# Every line is a comment or NAME{LABELS} VALUE (the text exposition
+# format node_exporter's textfile collector reads).
+well_formed() {
+	! grep -vE '^(# (HELP|TYPE) [a-z0-9_]+ .+|[a-z0-9_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? [0-9.e+-]+)$' "$1"
+}
+
+issued_sum() {
+	local n sum=0 v
+	for n in 1 2 3; do
+		v=$(metric "metrics-$n.prom" 'modsignd_signatures_issued_total{key="default"}')
+		sum=$((sum + ${v:-0}))
+	done
+	[ "$sum" -eq "$1" ]
+}
+
+# The hosts' issued counters add up to the batch, and match their audit logs.
+@test "farm-metrics-issued-add-up" {
+	farm 3
+	mods 60
+	builder sign mods/*.ko
+	eventually 12 issued_sum 60
+	for n in 1 2 3; do
+		well_formed "metrics-$n.prom"
+		assert_equal "$(metric "metrics-$n.prom" 'modsignd_signatures_issued_total{key="default"}')" \
+			"$(oks "audit-$n.jsonl")"
+		assert_equal "$(metric "metrics-$n.prom" modsignd_requests_in_flight)" 0
+		assert_equal "$(metric "metrics-$n.prom" 'modsignd_key_up{key="default",backend="file"}')" 1
+	done
+}
+
+# Twin: a refused batch (a key no host has) counts as refused, by reason,
+# and issues nothing.
+@test "farm-metrics-refused-counted-not-issued" {
+	farm 1
+	hosts_file builder 198.18.0.1
+	mods 4
+	run builder sign --key nosuch mods/*.ko
+	assert_failure
+	refused() { [ "$(metric metrics-1.prom 'modsignd_signatures_refused_total{key="",reason="unknown_key"}')" = 4 ]; }
+	eventually 12 refused
+	well_formed metrics-1.prom
+	assert_equal "$(metric metrics-1.prom 'modsignd_signatures_issued_total{key="default"}')" 0
 }
