@@ -38,6 +38,14 @@ struct pkcs11_module {
 	struct pkcs11_key *keys;
 	unsigned refs;
 	struct pkcs11_module *next;
+	/* p11-kit-client.so (a token on another host, over p11-kit's RPC):
+	 * one call at a time.  Its transport carries one call at a time
+	 * anyway, and in p11-kit 0.24.1 a call waiting behind another is
+	 * never woken when the connection drops: the waiter hung for ever,
+	 * holding the key's lock, so the key never failed fast nor came
+	 * back (farm.bats, the HSM link cut mid-batch). */
+	bool one_call;
+	pthread_mutex_t call;
 };
 
 static struct pkcs11_module *modules; /* changed from the main thread only */
@@ -184,6 +192,13 @@ static void module_unload(struct pkcs11_module *m)
 	PKCS11_CTX_free(TAKE_PTR(m->ctx));
 }
 
+static const char *basename_of(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
 static int module_get(const char *path, struct pkcs11_module **ret)
 {
 	struct pkcs11_module *m;
@@ -207,6 +222,8 @@ static int module_get(const char *path, struct pkcs11_module **ret)
 		return r;
 	}
 	pthread_rwlock_init(&m->lock, NULL);
+	pthread_mutex_init(&m->call, NULL);
+	m->one_call = strcmp(basename_of(path), "p11-kit-client.so") == 0;
 	m->refs = 1;
 	m->next = modules;
 	modules = m;
@@ -225,6 +242,7 @@ static void module_put(struct pkcs11_module *m)
 	*p = m->next;
 	module_unload(m);
 	pthread_rwlock_destroy(&m->lock);
+	pthread_mutex_destroy(&m->call);
 	free(m->path);
 	free(m);
 }
@@ -507,8 +525,12 @@ static int sign_once(struct pkcs11_key *pk, const struct digest *md, const uint8
 	pthread_rwlock_rdlock(&pk->lock);
 	*ret_gen = pk->gen;
 	if (pk->pkey) {
+		if (pk->mod->one_call)
+			pthread_mutex_lock(&pk->mod->call);
 		r = pkcs7_sign_digest(pk->cert, pk->pkey, md, digest, digest_len,
 				      use_keyid, ret_der, ret_len);
+		if (pk->mod->one_call)
+			pthread_mutex_unlock(&pk->mod->call);
 		ERR_clear_error();
 	}
 	pthread_rwlock_unlock(&pk->lock);
@@ -595,7 +617,11 @@ static int reopen(struct pkcs11_key *pk, unsigned long gen, bool now, bool *ret_
 	else if (!now && now_ms() - pk->last_try_ms < PKCS11_RETRY_MS)
 		r = pk->err;
 	else {
+		if (pk->mod->one_call)
+			pthread_mutex_lock(&pk->mod->call);
 		r = reattach(pk);
+		if (pk->mod->one_call)
+			pthread_mutex_unlock(&pk->mod->call);
 		*ret_tried = true;
 	}
 	pthread_rwlock_unlock(&pk->lock);

@@ -8,6 +8,7 @@ pkgs=(
 	libsystemd-dev libp11-dev libp11-kit-dev p11-kit softhsm2 opensc  # daemon: journal, sd_notify, PKCS#11
 	systemd                                                # systemd-socket-activate, systemd-analyze
 	p11-kit-modules gnutls-bin                             # tests/integration/hsm.bats: p11-kit proxy, certtool
+	iproute2 socat                                         # tests/integration/farm.bats: namespaces, the HSM link
 	kmod xz-utils python3 util-linux man-db                # tests: modinfo, xz, runuser, man
 	linux-source                                           # reference sign-file
 	qemu-system-x86 busybox-static bc flex bison libelf-dev cpio dwarves  # tests/qemu

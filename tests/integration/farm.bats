@@ -9,16 +9,29 @@
 #   builder 198.18.0.10 ──┐            ┌── sign-1 198.18.0.1  modsignd
 #                         ├── bridge ──┼── sign-2 198.18.0.2  modsignd
 #                         │            ├── sign-3 198.18.0.3  modsignd
-#                         │            └── rogue  198.18.0.9  modsignd, a CA
-#                         │                                   the builder does not trust
+#                         │            ├── rogue  198.18.0.9  modsignd, a CA
+#                         │            │                      the builder does not trust
+#                         │            └── hsm    198.18.0.100 p11-kit server over a
+#                         │                                   SoftHSM2 token, on TCP 5555
 #
 # Each signing host runs modsignd with mutual TLS, the same RSA-4096 key
-# (a PEM file here; the key in one HSM behind p11-kit server is on paper,
-# docs/BUILD-FARM.md) and its own audit log.  Each case builds the
+# and its own audit log and metrics file.  The key is a PEM file on each
+# host, or (the hsm cases) the token's, reached through p11-kit-client.so
+# over the host's socket forwarded to the HSM host (socat in place of
+# the SSH forwarding p11-kit documents for remote hosts).  Each case builds the
 # namespaces and starts the daemons it needs, and tears all of it down,
 # on failure too.  Each failure case has its twin.
 
 load ../common
+
+SOFTHSM=/usr/lib/softhsm/libsofthsm2.so
+P11_CLIENT=/usr/lib/x86_64-linux-gnu/pkcs11/p11-kit-client.so
+
+softhsm_conf() { # DIR: a SoftHSM2 configuration with its tokens in DIR/tokens
+	printf 'directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n' \
+		"$1/tokens" >"$1/softhsm2.conf"
+}
+p11() { pkcs11-tool --module "$SOFTHSM" --token-label modsign --login --pin 1234 "$@" >/dev/null 2>&1; }
 
 setup_file() {
 	local P=$BATS_FILE_TMPDIR/pki
@@ -46,6 +59,17 @@ setup_file() {
 	real_modules 400 | xargs cp -t "$P/unsigned/"
 	"$C" strip "$P"/unsigned/*.ko >/dev/null
 	cp "$P"/unsigned/*.ko "$P/ref/"
+	# The HSM: a SoftHSM2 token holding the same key (imported), so that
+	# its signatures are the reference's too.  Cases copy it.
+	mkdir "$P/tokens"
+	softhsm_conf "$P"
+	SOFTHSM2_CONF=$P/softhsm2.conf softhsm2-util --init-token --free --label modsign \
+		--so-pin 0000 --pin 1234 >/dev/null || return 1
+	openssl pkey -in "$P/farm-key.pem" -outform der -out "$P/farm-key.der"
+	openssl x509 -in "$P/farm-key.pem.crt" -outform der -out "$P/farm-key.crt.der"
+	SOFTHSM2_CONF=$P/softhsm2.conf p11 --write-object "$P/farm-key.der" --type privkey --id 01 --label farm &&
+		SOFTHSM2_CONF=$P/softhsm2.conf p11 --write-object "$P/farm-key.crt.der" --type cert --id 01 --label farm ||
+		return 1
 	T=$BATS_FILE_TMPDIR
 	DAEMON_PIDS=()
 	start_daemon "$T/ref.sock" --key "default=$P/farm-key.pem" || return 1
@@ -58,6 +82,7 @@ setup() {
 	P=$BATS_FILE_TMPDIR/pki
 	TAG=$(printf '%04x' $((RANDOM % 65536)))
 	NETNS=()
+	GROUPS_TO_KILL=()
 	LAN=mf${TAG}lan
 	ip netns add "$LAN" || return 1
 	NETNS+=("$LAN")
@@ -71,6 +96,7 @@ teardown() {
 	local p ns
 
 	for p in "${DAEMON_PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; done
+	for p in "${GROUPS_TO_KILL[@]}"; do kill -- "-$p" 2>/dev/null; done
 	for ns in "${NETNS[@]}"; do
 		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
 		ip netns del "$ns" 2>/dev/null
@@ -459,4 +485,113 @@ issued_sum() {
 	eventually 12 refused
 	well_formed metrics-1.prom
 	assert_equal "$(metric metrics-1.prom 'modsignd_signatures_issued_total{key="default"}')" 0
+}
+
+# ---- the HSM host: p11-kit server, reached over a forwarded socket -----------
+# hsm_host: namespace hsm at 198.18.0.100 runs `p11-kit server` over a copy
+# of the file's SoftHSM2 token, its socket exported on TCP 5555 (socat, in
+# place of the SSH forwarding p11-kit documents for remote hosts).
+hsm_host() {
+	cp -a "$P/tokens" "$T/tokens"
+	softhsm_conf "$T"
+	echo 1234 >"$T/pin"
+	chmod 600 "$T/pin"
+	host hsm 198.18.0.100 || return 1
+	ip netns exec "mf${TAG}hsm" env SOFTHSM2_CONF="$T/softhsm2.conf" \
+		p11-kit server -f --provider "$SOFTHSM" -n "$T/p11.sock" "pkcs11:token=modsign" \
+		>"$T/p11-kit.log" 2>&1 3>&- &
+	eventually 5 test -S "$T/p11.sock" || return 1
+	# setsid: a process group of its own, so that a cut ends it and the
+	# connections it forked, and nothing else.
+	ip netns exec "mf${TAG}hsm" setsid socat TCP-LISTEN:5555,bind=198.18.0.100,reuseaddr,fork \
+		"UNIX-CONNECT:$T/p11.sock" 2>/dev/null 3>&- &
+	GROUPS_TO_KILL+=($!)
+}
+
+# link_up N: signing host N's end of the link: its local socket forwarded
+# to the HSM host; the pid (its group's) in FWD_N.
+link_up() {
+	ip netns exec "mf${TAG}s$1" setsid socat "UNIX-LISTEN:$T/hsm-$1.sock,fork,unlink-early" \
+		TCP:198.18.0.100:5555 2>/dev/null 3>&- &
+	printf -v "FWD_$1" %s "$!"
+	GROUPS_TO_KILL+=($!)
+	eventually 5 test -S "$T/hsm-$1.sock"
+}
+link_cut() { kill -- "-$(eval echo "\$FWD_$1")"; }
+
+# hsm_signer N: signing host N whose key default is the token's, through
+# p11-kit-client.so; and a key of its own, soft, off the token.
+hsm_signer() {
+	local n=$1 addr=198.18.0.$1
+	host "s$n" "$addr" || return 1
+	link_up "$n" || return 1
+	MODSIGND=ip modsignd_start "$T/modsignd-$n.log" netns exec "mf${TAG}s$n" \
+		env P11_KIT_SERVER_ADDRESS="unix:path=$T/hsm-$n.sock" "$MODSIGND" \
+		--listen "tls:$addr:7787" --pkcs11-module "$P11_CLIENT" --pin-file "$T/pin" \
+		--key "default=pkcs11:token=modsign;object=farm;type=private" \
+		--key soft=ephemeral:ecdsa-p256 \
+		--tls-cert "$P/sign-$n.crt" --tls-key "$P/sign-$n.key" --tls-client-ca "$P/farm-ca.crt" \
+		--allow cn:builder --audit-log "$T/audit-$n.jsonl" \
+		--metrics-file "$T/metrics-$n.prom" || return 1
+	DAEMON_PIDS+=("$MODSIGND_PID")
+	printf -v "PID_$n" %s "$MODSIGND_PID"
+}
+
+host1_signs() { # KEY FILE: host 1 alone signs FILE with KEY (the builder's
+	# name now has host 1's address only)
+	hosts_file builder 198.18.0.1
+	builder sign --key "$1" "$2" 2>>host1.err
+}
+
+# The link from host 1 to the HSM cut mid-batch: host 1 answers at once
+# that the key's token is gone, the client sends those requests to host 2,
+# the batch completes byte for byte; host 1's other key keeps signing; the
+# link restored, the key comes back by itself.
+@test "farm-hsm-link-cut-mid-batch-completes-and-recovers" {
+	hsm_host
+	hsm_signer 1
+	hsm_signer 2
+	hosts_file builder 198.18.0.1 198.18.0.2
+	mods 150
+	builder sign mods/*.ko 2>client.err &
+	cpid=$!
+	for _ in $(seq 1 600); do [ "$(oks audit-1.jsonl)" -ge 10 ] && break; sleep 0.01; done
+	link_cut 1
+	rc=0
+	wait "$cpid" || rc=$?
+	cat client.err
+	[ "$rc" -eq 0 ]
+	same_as_reference
+	grep -q "198.18.0.1).*signing with key default failed" client.err
+	[ "$(oks audit-1.jsonl)" -lt 150 ]
+	# While cut: refused at once, the other key still signs.
+	cp "$P/unsigned/$(head -n1 names)" x.ko
+	start=$(date +%s%N)
+	! host1_signs default x.ko
+	[ $(( ($(date +%s%N) - start) / 1000000 )) -lt 3000 ]
+	grep -q "signing with key default failed" host1.err
+	host1_signs soft x.ko
+	# Restored: back by itself (re-opened at most once a second).
+	link_up 1
+	cp "$P/unsigned/$(head -n1 names)" y.ko
+	eventually 20 host1_signs default y.ko
+	cmp y.ko "ref/$(head -n1 names)"
+	refused() { [ "$(metric metrics-1.prom 'modsignd_signatures_refused_total{key="default",reason="token_unavailable"}')" -ge 1 ]; }
+	eventually 12 refused
+}
+
+# Twin: the only signing host cut from the HSM: the batch fails fast,
+# naming the key, modules untouched or whole.
+@test "farm-hsm-link-cut-only-host-fails-fast" {
+	hsm_host
+	hsm_signer 1
+	hosts_file builder 198.18.0.1
+	mods 20
+	link_cut 1
+	start=$(date +%s)
+	run builder sign mods/*.ko
+	assert_failure
+	[ $(($(date +%s) - start)) -lt 15 ]
+	assert_output --partial "signing with key default failed"
+	untouched_or_whole
 }
