@@ -206,10 +206,16 @@ fuzz-clean:
 	rm -rf $(FUZZ_B)
 clean: fuzz-clean
 
-.PHONY: fuzz fuzz-build fuzz-clean sanitize
+.PHONY: fuzz fuzz-build fuzz-clean sanitize bench bench-farm
 -include $(shell find $(FUZZ_B)/obj -name '*.d' 2>/dev/null)
 
 # make bench: sign all of Debian's modules with sign-file and with modsign,
 # write docs/PERFORMANCE.md (tests/bench/run.sh; not part of make check).
 bench: all
 	tests/bench/run.sh
+	BENCH_OUT=docs/PERFORMANCE.md tests/bench/farm.sh
+
+# make bench-farm: the farm part alone (tests/bench/farm.sh: network
+# namespaces, one, two and three signing hosts, one killed halfway).
+bench-farm: all
+	BENCH_OUT=docs/PERFORMANCE.md tests/bench/farm.sh

@@ -168,3 +168,54 @@ d[off] ^= 0x01
 open(f, 'wb').write(d)
 PY
 }
+
+# A farm of hosts as network namespaces on one bridge, addresses in
+# 198.18.0.0/24 (tests/integration/farm.bats, tests/bench/farm.sh).  The
+# veth pairs are made inside the namespaces (ip -n), so nothing appears in
+# the machine's own network namespace.  farm_net_up TAG makes the bridge's
+# namespace mf${TAG}lan and sets FARM_TAG and FARM_NETNS (the namespaces
+# made, for farm_net_down).
+farm_net_up() {
+	FARM_TAG=$1
+	FARM_NETNS=()
+	ip netns add "mf${FARM_TAG}lan" || return 1
+	FARM_NETNS+=("mf${FARM_TAG}lan")
+	ip -n "mf${FARM_TAG}lan" link add br0 type bridge || return 1
+	ip -n "mf${FARM_TAG}lan" link set br0 up
+}
+
+# farm_host NAME ADDR: namespace mf${FARM_TAG}NAME whose eth0 has ADDR/24.
+farm_host() {
+	local ns=mf${FARM_TAG}$1
+	ip netns add "$ns" || return 1
+	FARM_NETNS+=("$ns")
+	ip -n "mf${FARM_TAG}lan" link add "p-$1" type veth peer name eth0 netns "$ns" || return 1
+	ip -n "mf${FARM_TAG}lan" link set "p-$1" master br0 up
+	ip -n "$ns" link set lo up
+	ip -n "$ns" addr add "$2/24" dev eth0
+	ip -n "$ns" link set eth0 up
+}
+
+# farm_hosts_file NAME ADDR...: /etc/hosts of namespace NAME (ip netns
+# exec reads /etc/netns/NS/hosts): sign.farm.test has every ADDR.
+farm_hosts_file() {
+	local ns=mf${FARM_TAG}$1 a
+	shift
+	mkdir -p "/etc/netns/$ns"
+	{
+		echo "127.0.0.1 localhost"
+		for a in "$@"; do echo "$a sign.farm.test"; done
+	} >"/etc/netns/$ns/hosts"
+}
+
+# farm_net_down: every process in the namespaces killed, the namespaces
+# and their /etc/netns directories removed.
+farm_net_down() {
+	local ns
+	for ns in "${FARM_NETNS[@]}"; do
+		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
+		ip netns del "$ns" 2>/dev/null
+		rm -rf "/etc/netns/$ns"
+	done
+	FARM_NETNS=()
+}

@@ -81,13 +81,8 @@ setup() {
 	case_setup
 	P=$BATS_FILE_TMPDIR/pki
 	TAG=$(printf '%04x' $((RANDOM % 65536)))
-	NETNS=()
 	GROUPS_TO_KILL=()
-	LAN=mf${TAG}lan
-	ip netns add "$LAN" || return 1
-	NETNS+=("$LAN")
-	ip -n "$LAN" link add br0 type bridge || return 1
-	ip -n "$LAN" link set br0 up
+	farm_net_up "$TAG" || return 1
 	host builder 198.18.0.10
 	hosts_file builder 198.18.0.1 198.18.0.2 198.18.0.3
 }
@@ -97,39 +92,14 @@ teardown() {
 
 	for p in "${DAEMON_PIDS[@]}"; do kill -CONT "$p" 2>/dev/null; done
 	for p in "${GROUPS_TO_KILL[@]}"; do kill -- "-$p" 2>/dev/null; done
-	for ns in "${NETNS[@]}"; do
-		ip netns pids "$ns" 2>/dev/null | xargs -r kill -9 2>/dev/null
-		ip netns del "$ns" 2>/dev/null
-		rm -rf "/etc/netns/$ns"
-	done
+	farm_net_down
 	case_teardown
 }
 
-# host NAME ADDR: a namespace mf$TAG-NAME whose eth0 has ADDR/24 on the
-# bridge.  The veth pair is made inside the namespaces (ip -n), so no
-# end of it ever shows up in the machine's own namespace.
-host() {
-	local ns=mf${TAG}$1
-	ip netns add "$ns" || return 1
-	NETNS+=("$ns")
-	ip -n "$LAN" link add "p-$1" type veth peer name eth0 netns "$ns" || return 1
-	ip -n "$LAN" link set "p-$1" master br0 up
-	ip -n "$ns" link set lo up
-	ip -n "$ns" addr add "$2/24" dev eth0
-	ip -n "$ns" link set eth0 up
-}
-
-# hosts_file NAME ADDR...: /etc/hosts in namespace NAME: sign.farm.test
-# has every ADDR (a pool of one name).
-hosts_file() {
-	local ns=mf${TAG}$1 a
-	shift
-	mkdir -p "/etc/netns/$ns"
-	{
-		echo "127.0.0.1 localhost"
-		for a in "$@"; do echo "$a sign.farm.test"; done
-	} >"/etc/netns/$ns/hosts"
-}
+# host NAME ADDR, hosts_file NAME ADDR...: tests/helpers.sh's farm_host
+# and farm_hosts_file (the builder's sign.farm.test has every ADDR).
+host() { farm_host "$@"; }
+hosts_file() { farm_hosts_file "$@"; }
 
 # signer N ADDR [CERT]: host sign-N at ADDR running modsignd on
 # tls:ADDR:7787 with the farm key and its own audit log, audit-N.jsonl;
