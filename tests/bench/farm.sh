@@ -19,6 +19,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 B=$REPO/build
 . "$REPO/tests/helpers.sh"
 NMOD=${BENCH_MODULES:-0}
+OUT=${BENCH_OUT:+$(realpath -m "$BENCH_OUT")} # the runs work in $W
 W=$(mktemp -d "${TMPDIR:-/tmp}/modsign-bench-farm.XXXXXX")
 mkdir "$W/bin"
 cp "$B/modsign-client" "$B/modsignd" "$W/bin/"
@@ -159,8 +160,8 @@ T2=$(run_hosts 2); log "2 hosts: $T2 s"
 T3=$(run_hosts 3); log "3 hosts: $T3 s"
 TK=$(run_killed); log "3 hosts, one killed: $TK s"
 section | tee "$W/section.md"
-if [ -n "${BENCH_OUT:-}" ]; then
-	python3 - "$BENCH_OUT" "$W/section.md" <<-'PY'
+if [ -n "$OUT" ]; then
+	python3 - "$OUT" "$W/section.md" <<-'PY'
 	import re, sys
 	out, sec = sys.argv[1], open(sys.argv[2]).read()
 	try:
