@@ -87,7 +87,7 @@ const char *pkcs11_strerror(int err)
 	case 0:
 		return "ok";
 	case -ENODEV:
-		return "PKCS#11 token not present";
+		return "PKCS#11 token unavailable (not present or unreachable)";
 	case -EACCES:
 		return "the token refused the PIN";
 	case -ENOKEY:
@@ -350,7 +350,7 @@ static PKCS11_SLOT *find_token(struct pkcs11_key *pk, const char **ret_err)
 		found = s;
 	}
 	if (!found)
-		*ret_err = "PKCS#11 token not present (no token matches the URI)";
+		*ret_err = "PKCS#11 token unavailable (no token matches the URI)";
 	return found;
 }
 
@@ -422,7 +422,7 @@ static int attach(struct pkcs11_key *pk, const char **ret_err)
 	 * failed attempt, at most one a second).
 	 */
 	if (!pk->mod->ctx || PKCS11_enumerate_slots(pk->mod->ctx, &pk->slots, &pk->n_slots) < 0)
-		return (*ret_err = "PKCS#11 token not present (the module lists no usable slots)"),
+		return (*ret_err = "PKCS#11 token unavailable (the module lists no usable slots)"),
 		       -ENODEV;
 	slot = find_token(pk, ret_err);
 	if (!slot)

@@ -373,7 +373,7 @@ recovers() { # KEY
 # for a key on it finds out.
 token_gone() {
 	mv "$T"/tokens/* "$T/away/"
-	fails_naming rsa "token not present"
+	fails_naming rsa "token unavailable"
 }
 token_back() { mv "$T"/away/* "$T/tokens/"; }
 
