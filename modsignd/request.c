@@ -11,7 +11,8 @@ static int parse_op(const char *op, enum request_op *ret)
 	static const struct {
 		const char *name;
 		enum request_op op;
-	} ops[] = { { "status", OP_STATUS }, { "cert", OP_CERT }, { "sign", OP_SIGN } };
+	} ops[] = { { "status", OP_STATUS }, { "cert", OP_CERT }, { "sign", OP_SIGN },
+		    { "log", OP_LOG } };
 
 	for (size_t i = 0; i < ELEMENTSOF(ops); i++)
 		if (strcmp(op, ops[i].name) == 0) {
@@ -147,4 +148,15 @@ json_object *reply_signature(uint64_t id, const struct key *k,
 		json_object_object_add(o, "cert_sha256", json_object_new_string(k->cert_sha256));
 	}
 	return add_base64(o, "signature", der, der_len);
+}
+
+json_object *reply_log(uint64_t id, const char *checkpoint, const char *vkey)
+{
+	json_object *o = proto_reply_new(id);
+
+	if (o) {
+		json_object_object_add(o, "checkpoint", json_object_new_string(checkpoint));
+		json_object_object_add(o, "vkey", json_object_new_string(vkey));
+	}
+	return o;
 }

@@ -24,6 +24,7 @@
 #include "request.h"
 #include "server.h"
 #include "tls.h"
+#include "translog.h"
 #include "util.h"
 #include "workq.h"
 
@@ -88,6 +89,7 @@ struct server {
 	struct keystore *keys;
 	struct policy *policy;
 	struct audit *audit;
+	struct translog *translog; /* NULL: no --transparency-log */
 	int epfd;
 	struct listener listeners[SERVER_MAX_LISTENERS];
 	size_t n_listeners;
@@ -492,6 +494,13 @@ static void handle_message(struct server *s, struct conn *c, json_object *msg)
 		break;
 	case OP_SIGN:
 		handle_sign(s, c, &req);
+		break;
+	case OP_LOG:
+		if (s->translog)
+			conn_queue(c, reply_log(req.id, translog_checkpoint(s->translog),
+						translog_vkey(s->translog)));
+		else
+			conn_reply_error(c, req.id, "no transparency log");
 		break;
 	}
 }
@@ -936,6 +945,11 @@ static void accept_one(struct server *s, struct listener *l)
 /* "ok", or why signing failed, naming the key. */
 static const char *job_result(const struct job *j, char *buf, size_t size)
 {
+	if (j->r >= 0 && j->tlog_r < 0) {
+		snprintf(buf, size, "withheld: transparency log unavailable: %s",
+			 strerror(-j->tlog_r));
+		return buf;
+	}
 	if (j->r >= 0)
 		return j->conn->fd < 0 ? "ok, client gone" : "ok";
 	snprintf(buf, size, "signing with key %s failed: %s", j->key->name,
@@ -998,15 +1012,65 @@ static void reply_job(struct server *s, struct job *j, int sync_r)
 		snprintf(msg, sizeof(msg), "audit log unavailable (%s): not signed",
 			 strerror(-(j->audit_r < 0 ? j->audit_r : sync_r)));
 		conn_reply_error(c, j->id, msg);
+	} else if (j->r >= 0 && j->tlog_r < 0) {
+		snprintf(msg, sizeof(msg), "transparency log unavailable (%s): not signed",
+			 strerror(-j->tlog_r));
+		conn_reply_error(c, j->id, msg);
 	} else if (j->r < 0)
 		conn_reply_error(c, j->id, job_result(j, msg, sizeof(msg)));
 	else {
-		conn_queue(c, reply_signature(j->id, j->key, j->der, j->der_len));
+		json_object *o = reply_signature(j->id, j->key, j->der, j->der_len);
+
+		if (o && j->logged)
+			json_object_object_add(o, "log_index", json_object_new_uint64(j->log_index));
+		conn_queue(c, o);
 		s->signed_total++;
 	}
 	conn_process(s, c); /* input held back by the in-flight limit */
 	conn_update(s, c);
 	conn_drain_tls(s, c);
+}
+
+static void log_job(struct server *s, struct job *j)
+{
+	struct tlog_entry e = {
+		.time = time(NULL), .key = j->key->name, .key_id = j->key->key_id,
+		.cert_sha256 = j->key->cert_sha256, .hash = digest_name(j->md),
+		.digest = j->digest, .digest_len = j->digest_len, .module = j->module,
+		.client = j->conn->peer.identity, .sig = j->der, .sig_len = j->der_len,
+	};
+
+	j->tlog_r = translog_append(s->translog, &e, &j->log_index);
+	j->logged = j->tlog_r >= 0;
+}
+
+/*
+ * The transparency log's part of the group commit: a leaf per signature
+ * made, tiles written, synced and covered by a new checkpoint before any
+ * of them leaves.  It comes before the audit records, so that these say
+ * "withheld" for a signature the log could not hold.  A signature that
+ * the audit log then withholds stays in the transparency log: the log may
+ * name a signature nobody received, never miss one that was sent.
+ */
+static void log_jobs(struct server *s, struct job *list)
+{
+	struct job *j;
+	int r;
+
+	if (!s->translog)
+		return;
+	for (j = list; j; j = j->next)
+		if (j->r >= 0)
+			log_job(s, j);
+	r = translog_commit(s->translog);
+	if (r >= 0)
+		return;
+	log_error("transparency log commit failed, withholding signatures: %s", strerror(-r));
+	for (j = list; j; j = j->next)
+		if (j->r >= 0) {
+			j->tlog_r = r;
+			j->logged = false;
+		}
 }
 
 /*
@@ -1019,6 +1083,7 @@ static void drain_workq(struct server *s)
 	struct job *list = workq_take_done(s->wq), *j, *next;
 	int r;
 
+	log_jobs(s, list);
 	for (j = list; j; j = j->next)
 		audit_job(s, j);
 	r = audit_sync(s->audit);
@@ -1220,6 +1285,11 @@ static int setup_signals(struct server *s)
 		return -errno;
 	s->sig_watch = W_SIGNAL;
 	return watch(s, s->sig_fd, EPOLLIN, &s->sig_watch);
+}
+
+void server_set_translog(struct server *s, struct translog *t)
+{
+	s->translog = t;
 }
 
 int server_new(const struct server_config *cfg, struct keystore *keys,

@@ -65,6 +65,11 @@ struct server;
 int server_new(const struct server_config *cfg, struct keystore *keys,
 	       struct policy *policy, struct audit *audit, struct server **ret);
 
+/* Record every issued signature in @t (owned by the caller, outliving
+ * @s) before it is released; docs/TRANSPARENCY.md. */
+struct translog;
+void server_set_translog(struct server *s, struct translog *t);
+
 /* Bind and listen on a UNIX socket path, replacing a stale socket file. */
 int server_listen_unix(struct server *s, const char *path);
 
