@@ -44,7 +44,7 @@ UNIT_SRC   := $(wildcard tests/unit/test-*.c)
 # for kbuild's per-module path saved less than 10% of it once dynamically
 # linked too: docs/PERFORMANCE.md, "One client or two").
 CLIENT_OBJ := $(addprefix $(B)/obj/modsign-client/,$(addsuffix .o,main client commands \
-              conn conn-tls cmd-sign cmd-signfile-batch cmd-status cmd-cert cmd-verify cmd-strip modfile paths))
+              conn conn-tls cmd-sign cmd-signfile-batch cmd-status cmd-cert cmd-verify cmd-strip cmd-log modfile paths))
 
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/obj/%.o) $(B)/obj/genkey_template.o

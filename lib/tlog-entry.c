@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <openssl/evp.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "proto.h"
@@ -99,12 +100,12 @@ static int copy_hex(json_object *o, const char *key, char *out, size_t size)
 	return 0;
 }
 
-int tlog_entry_parse(const uint8_t *data, size_t len, uint64_t *ret_index,
-		     char digest_hex[129], char sig_hex[65])
+int tlog_entry_parse(const uint8_t *data, size_t len, struct tlog_entry_view *ret)
 {
 	_cleanup_(json_object_putp) json_object *o = NULL;
+	struct tlog_entry_view v;
 	json_tokener *tok;
-	uint64_t index;
+	const char *hash;
 
 	if (len > TLOG_MAX_ENTRY)
 		return -EBADMSG;
@@ -113,13 +114,18 @@ int tlog_entry_parse(const uint8_t *data, size_t len, uint64_t *ret_index,
 		return -ENOMEM;
 	o = json_tokener_parse_ex(tok, (const char *)data, (int)len);
 	if (json_tokener_get_error(tok) != json_tokener_success ||
-	    json_tokener_get_parse_end(tok) != len)
-		json_object_putp(&o), o = NULL;
+	    json_tokener_get_parse_end(tok) != len) {
+		json_object_put(o);
+		o = NULL;
+	}
 	json_tokener_free(tok);
 	if (!o || !json_object_is_type(o, json_type_object) ||
-	    proto_get_uint(o, "index", &index) < 0 || copy_hex(o, "digest", digest_hex, 129) < 0 ||
-	    copy_hex(o, "sig_sha256", sig_hex, 65) < 0)
+	    proto_get_uint(o, "index", &v.index) < 0 ||
+	    proto_get_string(o, "hash", sizeof(v.hash) - 1, true, &hash) < 0 ||
+	    copy_hex(o, "digest", v.digest, sizeof(v.digest)) < 0 ||
+	    copy_hex(o, "sig_sha256", v.sig_sha256, sizeof(v.sig_sha256)) < 0)
 		return -EBADMSG;
-	*ret_index = index;
+	snprintf(v.hash, sizeof(v.hash), "%s", hash);
+	*ret = v;
 	return 0;
 }

@@ -37,12 +37,15 @@ struct tlog_entry {
  * TLOG_MAX_ENTRY, else -E2BIG). */
 int tlog_entry_format(const struct tlog_entry *e, char **ret, size_t *ret_len);
 
-/*
- * What an auditor matches in an entry of @len bytes: its "index", and
- * its "digest" and "sig_sha256" (lower-case hex, copied into @digest_hex
- * and @sig_hex of 129 and 65 bytes).  -EBADMSG if it is not an entry.
- */
-int tlog_entry_parse(const uint8_t *data, size_t len, uint64_t *ret_index,
-		     char digest_hex[129], char sig_hex[65]);
+/* What an auditor matches in an entry (lower-case hex strings). */
+struct tlog_entry_view {
+	uint64_t index;
+	char hash[16];
+	char digest[129];
+	char sig_sha256[65];
+};
+
+/* Parse an entry of @len bytes.  -EBADMSG if it is not one. */
+int tlog_entry_parse(const uint8_t *data, size_t len, struct tlog_entry_view *ret);
 
 #endif

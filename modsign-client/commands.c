@@ -13,6 +13,7 @@ static const struct {
 	{ "sign", cmd_sign },     { "sign-file", cmd_sign_file },
 	{ "status", cmd_status }, { "cert", cmd_cert },
 	{ "verify", cmd_verify }, { "strip", cmd_strip },
+	{ "log", cmd_log },
 };
 
 /* A report that did not reach stdout (a closed pipe: SIGPIPE is ignored
