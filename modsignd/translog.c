@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -439,6 +440,13 @@ static int open_dir(const char *dir, int *ret)
 	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	/* One writer: a second daemon on the same directory would append
+	 * its own leaves at the same indices, a fork of its own making. */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		close(fd);
+		return r;
+	}
 	*ret = fd;
 	return 0;
 }
