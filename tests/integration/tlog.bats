@@ -84,7 +84,7 @@ go_check() {
 	run grep -c "^— example.org/modsign-test [A-Za-z0-9+/]\{91\}=\$" log/checkpoint
 	assert_output 1
 	# Twin: the entry is the documented record, canonical.
-	run python3 -c 'import sys,json; d=open(sys.argv[1],"rb").read()[2:]; o=json.loads(d)
+	run python3 -c 'import sys,json; d=open(sys.argv[1],"rb").read(); d=d[2:2+(d[0]<<8|d[1])]; o=json.loads(d)
 assert list(o)==["index","time","key","key_id","cert_sha256","hash","digest","module","client","sig_sha256"], list(o)
 assert json.dumps(o,separators=(",",":"),ensure_ascii=False).encode()==d' log/tile/entries/000.p/3
 	assert_success
