@@ -23,7 +23,7 @@ teardown() { case_teardown; }
 
 # tlog_daemon [DIR]: a daemon logging into DIR (default $T/log).
 tlog_daemon() {
-	start_daemon "$T/sock" --key default=ephemeral:rsa2048 \
+	start_daemon "$T/sock" --key "default=${SIGNING_KEY:-ephemeral:rsa2048}" \
 		--transparency-log "${1:-$T/log}" --log-key "$T/log.pem" \
 		--log-origin example.org/modsign-test
 }
@@ -296,6 +296,9 @@ PY
 }
 
 @test "tlog-kill9-loses-no-released-signature" {
+	# A key that outlives the daemon, to verify what it released.
+	make_pem_key rsa.pem rsa:2048
+	SIGNING_KEY=$T/rsa.pem
 	tlog_daemon
 	"$C" log vkey >vkey
 	mkdir many
@@ -309,12 +312,13 @@ PY
 	# Every module that got its signature is in the log.
 	signed_mods=()
 	for m in many/*.ko; do
-		"$C" verify --cert <("$C" cert) "$m" >/dev/null 2>&1 || continue
+		"$C" verify --cert rsa.pem "$m" >/dev/null 2>&1 || continue
 		signed_mods+=("$m")
 	done
 	run lv --dir log "${signed_mods[@]}"
 	assert_success
 	echo "# ${#signed_mods[@]} released before kill -9, $(sed -n 2p log/checkpoint) in the log" >&3
+	[ "${#signed_mods[@]}" -gt 0 ]
 }
 
 @test "tlog-withheld-when-log-fails" {
