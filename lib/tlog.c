@@ -8,20 +8,40 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "tlog.h"
 #include "util.h"
 
+/* SHA-256 fetched once: an implicit fetch (EVP_sha256()) per hash takes
+ * locks and a table lookup each time, most of the cost of hashing 65
+ * bytes, and the daemon hashes on its event loop. */
+static EVP_MD *sha256_md;
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+
+static void sha256_fetch(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+static const EVP_MD *sha256(void)
+{
+	pthread_once(&sha256_once, sha256_fetch);
+	/* SHA-256 does not fail on valid input; without it (an allocation
+	 * failure) no hash could be returned, so abort rather than lie. */
+	if (!sha256_md)
+		abort();
+	return sha256_md;
+}
+
 void tlog_leaf_hash(const void *entry, size_t len, uint8_t out[TLOG_HASH_LEN])
 {
 	static const uint8_t prefix = 0x00;
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 
-	/* SHA-256 does not fail on valid input; an allocation failure here
-	 * would leave @out unset, so fall back to abort rather than lie. */
-	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) ||
+	if (!ctx || !EVP_DigestInit_ex(ctx, sha256(), NULL) ||
 	    !EVP_DigestUpdate(ctx, &prefix, 1) || !EVP_DigestUpdate(ctx, entry, len) ||
 	    !EVP_DigestFinal_ex(ctx, out, NULL))
 		abort();
@@ -36,7 +56,7 @@ void tlog_node_hash(const uint8_t l[TLOG_HASH_LEN], const uint8_t r[TLOG_HASH_LE
 	buf[0] = 0x01;
 	memcpy(buf + 1, l, TLOG_HASH_LEN);
 	memcpy(buf + 1 + TLOG_HASH_LEN, r, TLOG_HASH_LEN);
-	if (!EVP_Digest(buf, sizeof(buf), out, NULL, EVP_sha256(), NULL))
+	if (!EVP_Digest(buf, sizeof(buf), out, NULL, sha256(), NULL))
 		abort();
 }
 
@@ -47,7 +67,7 @@ void tlog_mth(const uint8_t *hashes, uint64_t n, uint8_t out[TLOG_HASH_LEN])
 	uint64_t k = 1;
 
 	if (n == 0) {
-		if (!EVP_Digest("", 0, out, NULL, EVP_sha256(), NULL))
+		if (!EVP_Digest("", 0, out, NULL, sha256(), NULL))
 			abort();
 		return;
 	}
@@ -118,7 +138,9 @@ uint64_t tlog_tree_tile_index(const struct tlog_tree *t, unsigned level)
 /*
  * Appending a leaf adds a hash to level 0's partial tile; a tile that
  * fills is handed to @full and its root (a node 8 levels up) goes to the
- * next level's partial tile, as a carry propagates in base 256.
+ * next level's partial tile, as a carry propagates in base 256.  Within a
+ * tile the peaks are a binary counter: the new hash merges with the peak
+ * of each set low bit of the width, and the tile's root is the last carry.
  */
 int tlog_tree_append(struct tlog_tree *t, const uint8_t leaf[TLOG_HASH_LEN],
 		     tlog_full_fn full, void *userdata)
@@ -130,32 +152,50 @@ int tlog_tree_append(struct tlog_tree *t, const uint8_t leaf[TLOG_HASH_LEN],
 		return -EOVERFLOW;
 	memcpy(h, leaf, TLOG_HASH_LEN);
 	for (unsigned level = 0; level < TLOG_LEVELS; level++) {
-		unsigned w = tlog_tree_width(t, level);
+		unsigned w = tlog_tree_width(t, level), j = 0;
 
 		memcpy(t->partial[level] + w * TLOG_HASH_LEN, h, TLOG_HASH_LEN);
-		if (w + 1 < TLOG_TILE_WIDTH)
+		for (; j < TLOG_TILE_HEIGHT && (w & (1u << j)); j++)
+			tlog_node_hash(t->peaks[level][j], h, h);
+		if (j < TLOG_TILE_HEIGHT) {
+			memcpy(t->peaks[level][j], h, TLOG_HASH_LEN);
 			break;
+		}
 		if (full) {
 			r = full((int)level, tlog_tree_tile_index(t, level),
 				 t->partial[level], userdata);
 			if (r < 0)
 				return r;
 		}
-		tlog_mth(t->partial[level], TLOG_TILE_WIDTH, h);
 	}
 	t->size++;
 	return 0;
 }
 
+void tlog_tree_load(struct tlog_tree *t)
+{
+	for (unsigned level = 0; level < TLOG_LEVELS; level++) {
+		unsigned w = tlog_tree_width(t, level), pos = 0;
+
+		for (int j = TLOG_TILE_HEIGHT - 1; j >= 0; j--) {
+			if (!(w & (1u << j)))
+				continue;
+			tlog_mth(t->partial[level] + pos * TLOG_HASH_LEN, 1u << j,
+				 t->peaks[level][j]);
+			pos += 1u << j;
+		}
+	}
+}
+
 /*
- * The root from the partial tiles: each set bit of the size is a perfect
- * subtree, bit 8L+j made of 2^j consecutive hashes of level L's partial
- * tile, the largest (leftmost) first; RFC 6962's MTH of the whole tree
- * is then these subtree roots folded from the right.
+ * The root from the peaks: each set bit of the size is a perfect subtree,
+ * bit 8L+j the peak j of level L, the largest (leftmost) first; RFC
+ * 6962's MTH of the whole tree is these subtree roots folded from the
+ * right.
  */
 void tlog_tree_root(const struct tlog_tree *t, uint8_t out[TLOG_HASH_LEN])
 {
-	uint8_t peaks[64][TLOG_HASH_LEN];
+	const uint8_t *peaks[TLOG_LEVELS * TLOG_TILE_HEIGHT];
 	size_t n = 0;
 
 	if (t->size == 0) {
@@ -163,14 +203,11 @@ void tlog_tree_root(const struct tlog_tree *t, uint8_t out[TLOG_HASH_LEN])
 		return;
 	}
 	for (int level = TLOG_LEVELS - 1; level >= 0; level--) {
-		unsigned w = tlog_tree_width(t, (unsigned)level), pos = 0;
+		unsigned w = tlog_tree_width(t, (unsigned)level);
 
-		for (int j = TLOG_TILE_HEIGHT - 1; j >= 0; j--) {
-			if (!(w & (1u << j)))
-				continue;
-			tlog_mth(t->partial[level] + pos * TLOG_HASH_LEN, 1u << j, peaks[n++]);
-			pos += 1u << j;
-		}
+		for (int j = TLOG_TILE_HEIGHT - 1; j >= 0; j--)
+			if (w & (1u << j))
+				peaks[n++] = t->peaks[level][j];
 	}
 	memcpy(out, peaks[n - 1], TLOG_HASH_LEN);
 	while (n-- > 1)

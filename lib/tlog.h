@@ -50,7 +50,16 @@ int tlog_tile_path(char buf[TLOG_MAX_PATH], int level, uint64_t index, unsigned 
 struct tlog_tree {
 	uint64_t size;
 	uint8_t partial[TLOG_LEVELS][TLOG_TILE_BYTES];
+	/* peaks[L][j]: the root of the 2^j hashes of partial[L] that bit j
+	 * of its width stands for (set bits only), kept as a binary counter
+	 * so that an append costs one node hash amortized and the root at
+	 * most 64, however wide the partial tiles. */
+	uint8_t peaks[TLOG_LEVELS][TLOG_TILE_HEIGHT][TLOG_HASH_LEN];
 };
+
+/* After filling @t->size and the partial tiles @t->partial (read back
+ * from storage), compute the rest of the state. */
+void tlog_tree_load(struct tlog_tree *t);
 
 /* Called when the tile (@level, @index) is full, with its 256 hashes; a
  * negative return stops tlog_tree_append() (the tree is then undefined:

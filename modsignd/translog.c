@@ -62,11 +62,15 @@ static int write_at(int dfd, const char *path, const void *data, size_t len)
 	_cleanup_(closep) int fd = -1;
 	int r;
 
-	r = make_parents(dfd, path);
-	if (r < 0)
-		return r;
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == ENOENT) {
+		/* A new tile directory: a few per 256 leaves. */
+		r = make_parents(dfd, path);
+		if (r < 0)
+			return r;
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	}
 	if (fd < 0)
 		return -errno;
 	r = write_full(fd, data, len);
@@ -139,6 +143,7 @@ static int load_tiles(struct translog *t)
 			return fail(t, r == -EBADMSG || r == -ENOENT ? -EBADMSG : r,
 				    "%s: missing or of the wrong size", path);
 	}
+	tlog_tree_load(&t->tree);
 	return 0;
 }
 
@@ -302,7 +307,9 @@ static int reload(struct translog *t)
 	return r;
 }
 
-static int publish(struct translog *t)
+/* The signed checkpoint of the tree as it is now, in "checkpoint.tmp":
+ * made durable by the commit's syncfs() with the tiles it covers. */
+static int sign_checkpoint(struct translog *t, char **ret)
 {
 	_cleanup_(freep) char *body = NULL, *note = NULL;
 	_cleanup_(closep) int fd = -1;
@@ -320,17 +327,37 @@ static int publish(struct translog *t)
 	if (fd < 0)
 		return -errno;
 	r = write_full(fd, note, strlen(note));
-	if (r >= 0 && fsync(fd) < 0)
-		r = -errno;
-	if (r >= 0 && renameat(t->dfd, "checkpoint.tmp", t->dfd, "checkpoint") < 0)
-		r = -errno;
-	if (r >= 0 && fsync(t->dfd) < 0)
-		r = -errno;
 	if (r < 0)
 		return r;
-	free(t->checkpoint);
-	t->checkpoint = TAKE_PTR(note);
+	*ret = TAKE_PTR(note);
 	return 0;
+}
+
+/* Replace "checkpoint" with the durable "checkpoint.tmp" @note. */
+static int publish_signed(struct translog *t, char *note)
+{
+	if (renameat(t->dfd, "checkpoint.tmp", t->dfd, "checkpoint") < 0 || fsync(t->dfd) < 0) {
+		free(note);
+		return -errno;
+	}
+	free(t->checkpoint);
+	t->checkpoint = note;
+	return 0;
+}
+
+/* Outside a commit (at start): sign, sync, publish. */
+static int publish(struct translog *t)
+{
+	char *note = NULL;
+	int r = sign_checkpoint(t, &note);
+
+	if (r >= 0 && syncfs(t->dfd) < 0)
+		r = -errno;
+	if (r < 0) {
+		free(note);
+		return r;
+	}
+	return publish_signed(t, note);
 }
 
 /* The partial tiles and bundle of the tree as it is now. */
@@ -371,15 +398,21 @@ static void prune(struct translog *t, uint64_t old_size)
 int translog_commit(struct translog *t)
 {
 	uint64_t old = t->committed;
+	char *note = NULL;
 	int r;
 
 	if (!translog_pending(t))
 		return 0;
 	r = t->broken ? -EIO : write_partials(t);
+	if (r >= 0)
+		r = sign_checkpoint(t, &note);
+	/* One sync for the tiles and the checkpoint that covers them; the
+	 * rename that publishes it comes after. */
 	if (r >= 0 && syncfs(t->dfd) < 0)
 		r = -errno;
 	if (r >= 0)
-		r = publish(t);
+		r = publish_signed(t, TAKE_PTR(note));
+	free(note);
 	if (r < 0) {
 		int r2 = reload(t);
 		return r2 < 0 ? r2 : r;

@@ -317,6 +317,11 @@ PY
 	done
 	run lv --dir log "${signed_mods[@]}"
 	assert_success
+	# Past a full tile (256 leaves): Go reads the full and the level-1 tiles.
+	if command -v go >/dev/null; then
+		run go_check log "$(cat vkey)"
+		assert_success
+	fi
 	echo "# ${#signed_mods[@]} released before kill -9, $(sed -n 2p log/checkpoint) in the log" >&3
 	[ "${#signed_mods[@]}" -gt 0 ]
 }

@@ -141,8 +141,7 @@ func main() {
 		}
 		got, err := os.ReadFile(filepath.Join(dir, c2spPath(t)))
 		if err != nil {
-			// A partial tile of a tile that is full now may be gone.
-			continue
+			die("%v", err)
 		}
 		if !bytes.Equal(got, want) {
 			die("%s differs from Go's tile", c2spPath(t))

@@ -129,6 +129,24 @@ static void test_tiles_against_mth(void)
 	CHECK_EQ("tlog partial width level 0", tlog_tree_width(&t, 0), max % 256);
 	CHECK_EQ("tlog partial width level 1", tlog_tree_width(&t, 1), (max / 256) % 256);
 	CHECK_EQ("tlog partial width level 2", tlog_tree_width(&t, 2), 1);
+
+	/* A tree read back from its partial tiles (a restart) goes on as
+	 * the one that was never stopped. */
+	static struct tlog_tree back;
+	memset(&back, 0, sizeof(back));
+	back.size = t.size;
+	memcpy(back.partial, t.partial, sizeof(t.partial));
+	tlog_tree_load(&back);
+	tlog_tree_root(&t, a);
+	tlog_tree_root(&back, b);
+	CHECK("tlog loaded tree has the same root", memcmp(a, b, TLOG_HASH_LEN) == 0);
+	for (unsigned i = 0; i < 300; i++) {
+		tlog_tree_append(&t, leaves + i * TLOG_HASH_LEN, NULL, NULL);
+		tlog_tree_append(&back, leaves + i * TLOG_HASH_LEN, NULL, NULL);
+	}
+	tlog_tree_root(&t, a);
+	tlog_tree_root(&back, b);
+	CHECK("tlog loaded tree appends as the original", memcmp(a, b, TLOG_HASH_LEN) == 0);
 }
 
 static void test_paths(void)
