@@ -14,6 +14,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -190,20 +191,38 @@ static int unlink_tile(int dfd, int level, uint64_t index, unsigned width)
 	return unlinkat(dfd, path, 0) == 0;
 }
 
-/* Remove the partial tiles of (@level, @index) wider than @keep, and
- * their directory when none is kept: 1 if anything was there. */
+/* Remove the partial tiles of (@level, @index) wider than @keep (their
+ * names are the widths: only those in the directory are looked at), and
+ * the directory when none is kept: 1 if anything was there. */
 static int remove_partials(int dfd, int level, uint64_t index, unsigned keep)
 {
 	char path[TLOG_MAX_PATH];
-	int found = 0;
+	struct dirent *de;
+	DIR *d;
+	int pfd, found = 0;
 
-	for (unsigned w = keep + 1; w < TLOG_TILE_WIDTH; w++)
-		found |= unlink_tile(dfd, level, index, w);
-	if (!keep) {
-		tlog_tile_path(path, level, index, 1);
-		path[strlen(path) - 2] = '\0'; /* "N.p" */
-		found |= unlinkat(dfd, path, AT_REMOVEDIR) == 0;
+	tlog_tile_path(path, level, index, 1);
+	path[strlen(path) - 2] = '\0'; /* "N.p" */
+	pfd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return 0;
+	d = fdopendir(pfd);
+	if (!d) {
+		close(pfd);
+		return 0;
 	}
+	while ((de = readdir(d))) {
+		unsigned long w;
+
+		/* Widths, and the temporary files of an interrupted write. */
+		if (de->d_name[0] == '.' ||
+		    (parse_uint(de->d_name, TLOG_TILE_WIDTH - 1, &w) == 0 && w <= keep))
+			continue;
+		found |= unlinkat(pfd, de->d_name, 0) == 0;
+	}
+	closedir(d);
+	if (!keep)
+		found |= unlinkat(dfd, path, AT_REMOVEDIR) == 0;
 	return found;
 }
 

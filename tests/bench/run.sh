@@ -408,10 +408,14 @@ tlog_daemon() { # NAME [DIR]: a daemon on unix:$W/NAME, with a log in DIR
 		--log-origin bench.invalid/modsign)
 	modsignd_start "$W/modsignd-$1.log" "${args[@]}" || die "modsignd $1 did not start"
 	PIDS+=($MODSIGND_PID)
+	TLOG_PID[$1]=$MODSIGND_PID
 }
 
 tlog_rate() { # NAME WHAT: the batch's rate on the daemon NAME
+	local dpid=${DPID:-}
+	DPID=${TLOG_PID[$1]} # timed's daemon CPU: this one's
 	timed "$W/list" "$W/rsa2048.crt" "RSA-2048 batch, $2" run_batch "$W/list" --server "unix:$W/$1"
+	DPID=$dpid
 	TLOG_RATE=$(calc %.1f "$N / $SECS")
 }
 
@@ -419,6 +423,7 @@ best() { awk "BEGIN { print ($1 > $2) ? $1 : $2 }"; }
 
 tlog_on_off() {
 	local i disk=$B/bench/tlog
+	declare -gA TLOG_PID
 	openssl genpkey -algorithm ed25519 -out "$W/log.pem" 2>/dev/null && chmod 600 "$W/log.pem"
 	mkdir -p "$B/bench"
 	tlog_daemon tlog-none
