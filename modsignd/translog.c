@@ -7,10 +7,13 @@
  *   tile/entries/N[.p/W]    the entries, each after a 2-byte length
  *
  * Every file is written to NAME.tmp and renamed, so that a web server
- * serving the directory never sends half a file; none is synced alone:
- * one syncfs() per commit makes all of them durable before the checkpoint
- * that covers them is renamed into place.  Partial tiles of a tile that
- * is full are removed after the checkpoint that covers the full one.
+ * serving the directory never sends half a file.  A commit collects the
+ * files it wrote and the directories whose entries it changed, and makes
+ * them durable together (fdatasync, fsync) before the checkpoint that
+ * covers them is renamed into place.  Not syncfs(): it would also wait
+ * for every other writer's dirty data on the same filesystem.  Partial
+ * tiles of a tile that is full are removed after the checkpoint that
+ * covers the full one.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,6 +31,17 @@
 #include "util.h"
 
 #define BUNDLE_MAX (TLOG_TILE_WIDTH * (2 + TLOG_MAX_ENTRY))
+#define SYNC_MAX 16 /* files and directories held for a commit's sync */
+
+/* What a commit must make durable.  When it is full, what comes more is
+ * synced at once (a batch that fills many tiles): earlier, never later. */
+struct sync_set {
+	int fds[SYNC_MAX];
+	size_t n_fds;
+	char dirs[SYNC_MAX][TLOG_MAX_PATH];
+	size_t n_dirs;
+	int r; /* the first failure of a sync done early */
+};
 
 struct translog {
 	int dfd;
@@ -40,34 +54,105 @@ struct translog {
 	size_t bundle_len;
 	char *why;
 	size_t why_size;
+	struct sync_set sync;
 };
 
-/* mkdir -p of the directories of @path under @dfd. */
-static int make_parents(int dfd, const char *path)
+static void sync_file(struct sync_set *ss, int fd)
+{
+	if (ss->n_fds < SYNC_MAX) {
+		ss->fds[ss->n_fds++] = fd;
+		return;
+	}
+	if (fdatasync(fd) < 0 && ss->r >= 0)
+		ss->r = -errno;
+	close(fd);
+}
+
+static int fsync_dir(int dfd, const char *path)
+{
+	_cleanup_(closep) int fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0 || fsync(fd) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The directory that holds @path ("." for the top). */
+static void sync_parent(struct sync_set *ss, int dfd, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[TLOG_MAX_PATH];
+	int r;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	for (size_t i = 0; i < ss->n_dirs; i++)
+		if (strcmp(ss->dirs[i], dir) == 0)
+			return;
+	if (ss->n_dirs < SYNC_MAX) {
+		memcpy(ss->dirs[ss->n_dirs++], dir, sizeof(dir));
+		return;
+	}
+	r = fsync_dir(dfd, dir);
+	if (r < 0 && ss->r >= 0)
+		ss->r = r;
+}
+
+/* Make all of @ss durable, then forget it.  Returns the first failure. */
+static int sync_all(struct sync_set *ss, int dfd)
+{
+	int r = ss->r;
+
+	for (size_t i = 0; i < ss->n_fds; i++) {
+		if (fdatasync(ss->fds[i]) < 0 && r >= 0)
+			r = -errno;
+		close(ss->fds[i]);
+	}
+	for (size_t i = 0; i < ss->n_dirs; i++) {
+		int r2 = fsync_dir(dfd, ss->dirs[i]);
+		if (r2 < 0 && r >= 0)
+			r = r2;
+	}
+	*ss = (struct sync_set){ 0 };
+	return r;
+}
+
+static void sync_drop(struct sync_set *ss)
+{
+	for (size_t i = 0; i < ss->n_fds; i++)
+		close(ss->fds[i]);
+	*ss = (struct sync_set){ 0 };
+}
+
+/* mkdir -p of the directories of @path under @t->dfd; the parent of
+ * each one made must be synced too. */
+static int make_parents(struct translog *t, const char *path)
 {
 	char buf[TLOG_MAX_PATH];
 
 	snprintf(buf, sizeof(buf), "%s", path);
 	for (char *p = strchr(buf, '/'); p; p = strchr(p + 1, '/')) {
 		*p = '\0';
-		if (mkdirat(dfd, buf, 0755) < 0 && errno != EEXIST)
+		if (mkdirat(t->dfd, buf, 0755) == 0)
+			sync_parent(&t->sync, t->dfd, buf);
+		else if (errno != EEXIST)
 			return -errno;
 		*p = '/';
 	}
 	return 0;
 }
 
-static int write_at(int dfd, const char *path, const void *data, size_t len)
+/* Write @path whole (NAME.tmp, renamed), to be synced by the commit. */
+static int write_at(struct translog *t, const char *path, const void *data, size_t len)
 {
 	char tmp[TLOG_MAX_PATH + 8];
 	_cleanup_(closep) int fd = -1;
-	int r;
+	int dfd = t->dfd, r;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0 && errno == ENOENT) {
 		/* A new tile directory: a few per 256 leaves. */
-		r = make_parents(dfd, path);
+		r = make_parents(t, path);
 		if (r < 0)
 			return r;
 		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -79,6 +164,8 @@ static int write_at(int dfd, const char *path, const void *data, size_t len)
 		return r;
 	if (renameat(dfd, tmp, dfd, path) < 0)
 		return -errno;
+	sync_file(&t->sync, TAKE_FD(fd));
+	sync_parent(&t->sync, dfd, path);
 	return 0;
 }
 
@@ -102,12 +189,12 @@ static int read_exact_at(int dfd, const char *path, void *buf, size_t len)
 }
 
 static int tile_write(int level, uint64_t index, unsigned width, const void *data,
-		      size_t len, int dfd)
+		      size_t len, struct translog *t)
 {
 	char path[TLOG_MAX_PATH];
 	int r = tlog_tile_path(path, level, index, width);
 
-	return r < 0 ? r : write_at(dfd, path, data, len);
+	return r < 0 ? r : write_at(t, path, data, len);
 }
 
 /* A full tile, as the tree hands it over during an append. */
@@ -115,7 +202,7 @@ static int on_full(int level, uint64_t index, const uint8_t *hashes, void *userd
 {
 	struct translog *t = userdata;
 
-	return tile_write(level, index, 0, hashes, TLOG_TILE_BYTES, t->dfd);
+	return tile_write(level, index, 0, hashes, TLOG_TILE_BYTES, t);
 }
 
 static int fail(struct translog *t, int r, const char *fmt, const char *arg)
@@ -316,6 +403,7 @@ static int reload(struct translog *t)
 	free(t->checkpoint);
 	t->checkpoint = NULL;
 	t->broken = false;
+	sync_drop(&t->sync);
 	r = load(t);
 	if (r >= 0)
 		r = load_bundle(t);
@@ -327,7 +415,7 @@ static int reload(struct translog *t)
 }
 
 /* The signed checkpoint of the tree as it is now, in "checkpoint.tmp":
- * made durable by the commit's syncfs() with the tiles it covers. */
+ * made durable by the commit's sync with the tiles it covers. */
 static int sign_checkpoint(struct translog *t, char **ret)
 {
 	_cleanup_(freep) char *body = NULL, *note = NULL;
@@ -348,6 +436,7 @@ static int sign_checkpoint(struct translog *t, char **ret)
 	r = write_full(fd, note, strlen(note));
 	if (r < 0)
 		return r;
+	sync_file(&t->sync, TAKE_FD(fd)); /* its name needs no sync: renamed */
 	*ret = TAKE_PTR(note);
 	return 0;
 }
@@ -370,9 +459,10 @@ static int publish(struct translog *t)
 	char *note = NULL;
 	int r = sign_checkpoint(t, &note);
 
-	if (r >= 0 && syncfs(t->dfd) < 0)
-		r = -errno;
+	if (r >= 0)
+		r = sync_all(&t->sync, t->dfd);
 	if (r < 0) {
+		sync_drop(&t->sync);
 		free(note);
 		return r;
 	}
@@ -390,14 +480,14 @@ static int write_partials(struct translog *t)
 		if (!w || t->tree.size >> (TLOG_TILE_HEIGHT * level) == t->committed >> (TLOG_TILE_HEIGHT * level))
 			continue;
 		r = tile_write((int)level, tlog_tree_tile_index(&t->tree, level), w,
-			       t->tree.partial[level], w * TLOG_HASH_LEN, t->dfd);
+			       t->tree.partial[level], w * TLOG_HASH_LEN, t);
 		if (r < 0)
 			return r;
 	}
 	if (!tlog_tree_width(&t->tree, 0))
 		return 0;
 	return tile_write(TLOG_LEVEL_ENTRIES, tlog_tree_tile_index(&t->tree, 0),
-			  tlog_tree_width(&t->tree, 0), t->bundle, t->bundle_len, t->dfd);
+			  tlog_tree_width(&t->tree, 0), t->bundle, t->bundle_len, t);
 }
 
 /* Partial tiles of the tiles this commit filled: the full ones replace
@@ -425,14 +515,15 @@ int translog_commit(struct translog *t)
 	r = t->broken ? -EIO : write_partials(t);
 	if (r >= 0)
 		r = sign_checkpoint(t, &note);
-	/* One sync for the tiles and the checkpoint that covers them; the
-	 * rename that publishes it comes after. */
-	if (r >= 0 && syncfs(t->dfd) < 0)
-		r = -errno;
+	/* The tiles and the checkpoint that covers them made durable
+	 * together; the rename that publishes it comes after. */
+	if (r >= 0)
+		r = sync_all(&t->sync, t->dfd);
 	if (r >= 0)
 		r = publish_signed(t, TAKE_PTR(note));
 	free(note);
 	if (r < 0) {
+		sync_drop(&t->sync);
 		int r2 = reload(t);
 		return r2 < 0 ? r2 : r;
 	}
@@ -472,7 +563,7 @@ int translog_append(struct translog *t, struct tlog_entry *e, uint64_t *ret_inde
 	r = tlog_tree_append(&t->tree, leaf, on_full, t);
 	if (r >= 0 && tlog_tree_width(&t->tree, 0) == 0) {
 		r = tile_write(TLOG_LEVEL_ENTRIES, tlog_tree_tile_index(&t->tree, 0) - 1, 0,
-			       t->bundle, t->bundle_len, t->dfd);
+			       t->bundle, t->bundle_len, t);
 		t->bundle_len = 0;
 	}
 	if (r < 0) {
@@ -558,6 +649,7 @@ void translog_free(struct translog *t)
 {
 	if (!t)
 		return;
+	sync_drop(&t->sync);
 	if (t->dfd >= 0)
 		close(t->dfd);
 	EVP_PKEY_free(t->key);

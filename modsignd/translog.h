@@ -7,10 +7,10 @@
  * directory laid out as C2SP tlog-tiles, one leaf per issued signature,
  * a checkpoint signed by the log key (never a module key) published
  * after each commit.  It joins the audit log's group commit: entries are
- * appended as jobs complete, translog_commit() writes their tiles, makes
- * them durable with one syncfs(), then replaces "checkpoint" (temporary
- * file, fsync, rename, fsync of the directory); only then may the
- * signatures leave.  A commit that fails is undone by reloading the state
+ * appended as jobs complete, translog_commit() writes their tiles and
+ * the new checkpoint to "checkpoint.tmp", makes them durable together
+ * (each file and directory it changed), then renames it to "checkpoint"
+ * and syncs the directory; only then may the signatures leave.  A commit that fails is undone by reloading the state
  * of the last published checkpoint, as a restart does.
  *
  * On open the directory is read back: the checkpoint, the partial tiles
