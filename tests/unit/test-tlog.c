@@ -13,6 +13,7 @@
 
 #include "note.h"
 #include "tlog.h"
+#include "tlog-proof.h"
 #include "unit.h"
 #include "util.h"
 
@@ -256,8 +257,64 @@ static void test_note_other_key(void)
 	EVP_PKEY_free(b);
 }
 
+/* Every proof of every leaf and every older size, in trees of 1..70
+ * leaves (past 64: a tree that is not a power of two above one that is),
+ * checked; and each with a tampered twin that must fail. */
+static void test_proofs(void)
+{
+	enum { MAX = 70 };
+	uint8_t leaves[MAX][TLOG_HASH_LEN], proof[TLOG_PROOF_MAX][TLOG_HASH_LEN];
+	uint8_t roots[MAX + 1][TLOG_HASH_LEN];
+	bool good = true, twins = true, cons = true, cons_twins = true;
+	size_t n;
+
+	for (unsigned i = 0; i < MAX; i++) {
+		uint8_t b = (uint8_t)i;
+		tlog_leaf_hash(&b, 1, leaves[i]);
+	}
+	for (unsigned size = 1; size <= MAX; size++)
+		tlog_mth(&leaves[0][0], size, roots[size]);
+	for (unsigned size = 1; size <= MAX; size++) {
+		for (unsigned i = 0; i < size; i++) {
+			if (tlog_prove_inclusion(&leaves[0][0], size, i, proof, &n) < 0 ||
+			    tlog_check_inclusion((const uint8_t(*)[32])proof, n, i, size, leaves[i], roots[size]) < 0)
+				good = false;
+			/* Twins: another leaf at that index, another index. */
+			if (tlog_check_inclusion((const uint8_t(*)[32])proof, n, i, size, leaves[(i + 1) % MAX], roots[size]) == 0 ||
+			    (size > 1 && tlog_check_inclusion((const uint8_t(*)[32])proof, n, (i + 1) % size, size, leaves[i], roots[size]) == 0))
+				twins = false;
+			if (n > 0) {
+				proof[n - 1][0] ^= 1;
+				if (tlog_check_inclusion((const uint8_t(*)[32])proof, n, i, size, leaves[i], roots[size]) == 0)
+					twins = false;
+			}
+		}
+		for (unsigned old = 1; old <= size; old++) {
+			if (tlog_prove_consistency(&leaves[0][0], old, size, proof, &n) < 0 ||
+			    tlog_check_consistency((const uint8_t(*)[32])proof, n, old, size, roots[old], roots[size]) < 0)
+				cons = false;
+			/* Twins: a fork (another old root), another old size. */
+			uint8_t fork[TLOG_HASH_LEN];
+			memcpy(fork, roots[old], TLOG_HASH_LEN);
+			fork[0] ^= 1;
+			if (tlog_check_consistency((const uint8_t(*)[32])proof, n, old, size, fork, roots[size]) == 0)
+				cons_twins = false;
+			if (old > 1 && old < size &&
+			    tlog_check_consistency((const uint8_t(*)[32])proof, n, old - 1, size, roots[old - 1], roots[size]) == 0)
+				cons_twins = false;
+		}
+	}
+	CHECK("tlog inclusion proofs of every leaf of trees of 1..70 check", good);
+	CHECK("tlog inclusion proofs refuse another leaf, index or hash", twins);
+	CHECK("tlog consistency proofs of every older size check", cons);
+	CHECK("tlog consistency proofs refuse another old root or size", cons_twins);
+	CHECK_EQ("tlog inclusion index past the tree", tlog_prove_inclusion(&leaves[0][0], 5, 5, proof, &n), -EINVAL);
+	CHECK_EQ("tlog consistency of a larger old tree", tlog_prove_consistency(&leaves[0][0], 6, 5, proof, &n), -EINVAL);
+}
+
 int main(void)
 {
+	test_proofs();
 	test_rfc6962_vectors();
 	test_tiles_against_mth();
 	test_paths();
