@@ -10,6 +10,11 @@
  * and the root.  Consistency with an older checkpoint is the root of the
  * first OLD_SIZE leaves of that same re-built tree, so a log that was
  * forked, rewritten or rolled back since the older checkpoint fails.
+ * Then, from the leaf hashes, the RFC 6962 proofs a client without the
+ * whole log would be given (a module's inclusion, the consistency of the
+ * older checkpoint) are made and checked against the checkpoints' roots
+ * alone (lib/tlog-proof.c), and with --proofs written out for another
+ * implementation to check (tests/tlog-go).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -27,6 +32,7 @@
 #include "modfile.h"
 #include "note.h"
 #include "tlog-entry.h"
+#include "tlog-proof.h"
 #include "tlog.h"
 #include "util.h"
 
@@ -54,6 +60,9 @@ struct audit {
 	const struct checkpoint *old; /* NULL: none */
 	struct module *mods;
 	size_t n_mods;
+	uint8_t *leaves; /* every leaf hash, for the proofs */
+	size_t leaves_cap;
+	FILE *proofs;    /* --proofs: where the proofs checked are written */
 	char why[512]; /* the one line that says why the audit failed */
 };
 
@@ -221,6 +230,16 @@ static int audit_entry(struct audit *a, const uint8_t *e, size_t len)
 		return failf(a, "entry %" PRIu64 ": says index %" PRIu64
 			     " (entries removed, added or reordered)", a->tree->size, v.index);
 	tlog_leaf_hash(e, len, leaf);
+	if (a->tree->size == a->leaves_cap) {
+		size_t cap = a->leaves_cap ? 2 * a->leaves_cap : 1024;
+		uint8_t *l = realloc(a->leaves, cap * TLOG_HASH_LEN);
+
+		if (!l)
+			return -ENOMEM;
+		a->leaves = l;
+		a->leaves_cap = cap;
+	}
+	memcpy(a->leaves + a->tree->size * TLOG_HASH_LEN, leaf, TLOG_HASH_LEN);
 	r = tlog_tree_append(a->tree, leaf, on_full, a);
 	if (r < 0)
 		return r;
@@ -289,10 +308,63 @@ static int audit_dir(struct audit *a, const struct checkpoint *cp)
 	return 0;
 }
 
+/* ---- proofs ------------------------------------------------------------------- */
+
+static void write_proof(FILE *f, const char *kind, uint64_t a, uint64_t b,
+			uint8_t proof[][TLOG_HASH_LEN], size_t n)
+{
+	if (!f)
+		return;
+	fprintf(f, "%s %" PRIu64 " %" PRIu64, kind, a, b);
+	for (size_t i = 0; i < n; i++) {
+		_cleanup_(freep) char *b64 = NULL;
+
+		if (base64_encode(proof[i], TLOG_HASH_LEN, &b64) >= 0)
+			fprintf(f, " %s", b64);
+	}
+	fputc('\n', f);
+}
+
+/* The inclusion proof of leaf @index in the tree of @cp, checked against
+ * its root alone: its length, or a negative errno. */
+static int prove_leaf(struct audit *a, const struct checkpoint *cp, uint64_t index)
+{
+	uint8_t proof[TLOG_PROOF_MAX][TLOG_HASH_LEN];
+	size_t n;
+	int r = tlog_prove_inclusion(a->leaves, cp->size, index, proof, &n);
+
+	if (r >= 0)
+		r = tlog_check_inclusion((const uint8_t(*)[TLOG_HASH_LEN])proof, n, index, cp->size,
+					 a->leaves + index * TLOG_HASH_LEN, cp->root);
+	if (r < 0)
+		return r;
+	write_proof(a->proofs, "inclusion", index, cp->size, proof, n);
+	return (int)n;
+}
+
+static int prove_old(struct audit *a, const struct checkpoint *cp)
+{
+	uint8_t proof[TLOG_PROOF_MAX][TLOG_HASH_LEN];
+	size_t n;
+	int r;
+
+	if (!a->old || a->old->size == 0)
+		return 0;
+	r = tlog_prove_consistency(a->leaves, a->old->size, cp->size, proof, &n);
+	if (r >= 0)
+		r = tlog_check_consistency((const uint8_t(*)[TLOG_HASH_LEN])proof, n, a->old->size,
+					   cp->size, a->old->root, cp->root);
+	if (r < 0)
+		return failf(a, "no consistency proof from the older checkpoint (size %" PRIu64
+			     "): forked or rewritten", a->old->size);
+	write_proof(a->proofs, "consistency", a->old->size, cp->size, proof, n);
+	return (int)n;
+}
+
 /* ---- log verify --------------------------------------------------------------- */
 
 struct verify_opts {
-	const char *dir, *vkey, *vkey_file, *checkpoint, *old;
+	const char *dir, *vkey, *vkey_file, *checkpoint, *old, *proofs;
 };
 
 static int load_verifier(const struct global *g, const struct verify_opts *o,
@@ -387,13 +459,21 @@ static int verify_dir(struct audit *a, const struct checkpoint *cp)
 	if (!a->tree || !a->bundle)
 		return -ENOMEM;
 	r = audit_dir(a, cp);
+	if (r >= 0)
+		r = prove_old(a, cp);
 	if (r < 0) {
 		warn_msg("log verify: %s", a->why);
 		return r;
 	}
 	for (size_t i = 0; i < a->n_mods; i++) {
-		if (a->mods[i].found)
-			printf("%s: in the log, entry %" PRIu64 "\n", a->mods[i].path, a->mods[i].index);
+		int n = a->mods[i].found ? prove_leaf(a, cp, a->mods[i].index) : 0;
+
+		if (n < 0)
+			warn_msg("%s: entry %" PRIu64 ": its inclusion proof fails", a->mods[i].path,
+				 a->mods[i].index), missing++;
+		else if (a->mods[i].found)
+			printf("%s: in the log, entry %" PRIu64 " (inclusion proof of %d hashes checked)\n",
+			       a->mods[i].path, a->mods[i].index, n);
 		else
 			warn_msg("%s: NOT in the log (no entry has its digest and signature)",
 				 a->mods[i].path), missing++;
@@ -409,6 +489,7 @@ static int parse_verify(int argc, char **argv, struct verify_opts *o)
 		{ "vkey-file", required_argument, NULL, 'V' },
 		{ "checkpoint", required_argument, NULL, 'c' },
 		{ "old", required_argument, NULL, 'o' },
+		{ "proofs", required_argument, NULL, 'p' },
 		{}
 	};
 	int c;
@@ -421,11 +502,13 @@ static int parse_verify(int argc, char **argv, struct verify_opts *o)
 		case 'V': o->vkey_file = optarg; break;
 		case 'c': o->checkpoint = optarg; break;
 		case 'o': o->old = optarg; break;
+		case 'p': o->proofs = optarg; break;
 		default: return -EINVAL;
 		}
 	}
-	if (argc - optind > MAX_MODULES || (optind < argc && !o->dir))
-		return warn_msg("log verify: modules need --dir (at most %u)", MAX_MODULES), -EINVAL;
+	if (argc - optind > MAX_MODULES || ((optind < argc || o->proofs) && !o->dir))
+		return warn_msg("log verify: modules and --proofs need --dir (at most %u modules)",
+				MAX_MODULES), -EINVAL;
 	return 0;
 }
 
@@ -467,6 +550,10 @@ static int cmd_log_verify(const struct global *g, int argc, char **argv)
 
 	if (parse_verify(argc, argv, &o) < 0)
 		return EXIT_USAGE;
+	if (o.proofs && !(a.proofs = fopen(o.proofs, "we"))) {
+		warn_msg("%s: %s", o.proofs, strerror(errno));
+		return 1;
+	}
 	a.mods = calloc(argc - optind + 1, sizeof(*a.mods));
 	if (!a.mods)
 		return 1;
@@ -476,6 +563,11 @@ static int cmd_log_verify(const struct global *g, int argc, char **argv)
 	free(a.mods);
 	free(a.tree);
 	free(a.bundle);
+	free(a.leaves);
+	if (a.proofs && fclose(a.proofs) != 0 && r >= 0) {
+		warn_msg("%s: %s", o.proofs, strerror(errno));
+		r = -EIO;
+	}
 	if (a.dfd >= 0)
 		close(a.dfd);
 	return r < 0 ? 1 : 0;

@@ -63,10 +63,10 @@ PY
 }
 
 go_check() {
-	local bin=$B/tlog-go
+	local bin=$BATS_FILE_TMPDIR/tlog-go # built from this checkout, once per run
 	if [ ! -x "$bin" ]; then
 		GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$BATS_FILE_TMPDIR/gocache \
-			go build -o "$bin" "$REPO/tests/tlog-go" || return 1
+			bash -c 'cd "$1" && go build -o "$2" ./tests/tlog-go' - "$REPO" "$bin" || return 1
 	fi
 	"$bin" "$@"
 }
@@ -120,6 +120,7 @@ PY
 	run lv --dir log "${MODS[@]:0:3}"
 	assert_success
 	assert_output --partial "${MODS[0]}: in the log, entry"
+	assert_output --partial "(inclusion proof of 2 hashes checked)"
 	assert_output --partial "example.org/modsign-test: OK, 3 entries, every tile checked"
 }
 
@@ -385,9 +386,23 @@ PY
 	signed 2
 	cp log/checkpoint old
 	"$C" sign "${MODS[@]:2:2}"
-	run go_check log "$(cat vkey)" old
+	# Our proofs too: four inclusions and the consistency with old.
+	lv --dir log --old old --proofs proofs "${MODS[@]}"
+	run go_check log "$(cat vkey)" old proofs
 	assert_success
-	assert_output "OK 4"
+	assert_output "OK 4
+proofs OK 5"
+}
+
+@test "tlog-go-crosscheck-twin-bad-proof" {
+	command -v go >/dev/null || skip "golang-go not installed (tests/install-deps.sh)"
+	signed 3
+	lv --dir log --proofs proofs "${MODS[1]}"
+	# One hash of our inclusion proof changed.
+	python3 -c 'import sys,base64; f=open(sys.argv[1]).read().split(); h=bytearray(base64.b64decode(f[3])); h[0]^=1; f[3]=base64.b64encode(h).decode(); open(sys.argv[1],"w").write(" ".join(f)+"\n")' proofs
+	run go_check log "$(cat vkey)" - proofs
+	assert_failure
+	assert_output --regexp "FAIL our inclusion proof [0-2]/3"
 }
 
 @test "tlog-go-crosscheck-twin-edited" {

@@ -3,14 +3,17 @@
 // golang-golang-x-mod-dev; built offline with GO111MODULE=off
 // GOPATH=/usr/share/gocode).
 //
-//	tlog-go DIR VKEY [OLD_CHECKPOINT]
+//	tlog-go DIR VKEY [OLD_CHECKPOINT|-] [PROOFS]
 //
 // Opens DIR/checkpoint with VKEY (note.Open), recomputes the tree from the
 // entry bundles with tlog.StoredHashes, compares tlog.TreeHash with the
 // checkpoint and every tile file with tlog.ReadTileData, proves and checks
 // each record's inclusion (ProveRecord/CheckRecord) and, given an older
-// checkpoint, its consistency (ProveTree/CheckTree).  Prints "OK N" or
-// one line naming the first disagreement, and exits 1.
+// checkpoint, its consistency (ProveTree/CheckTree); and checks the
+// proofs that modsign-client log verify --proofs wrote (lines "inclusion
+// INDEX SIZE HASH..." and "consistency OLD SIZE HASH...", base64) with
+// CheckRecord and CheckTree.  Prints "OK N" (and "proofs OK K") or one
+// line naming the first disagreement, and exits 1.
 package main
 
 import (
@@ -114,6 +117,23 @@ func readEntries(dir string, size int64) [][]byte {
 	return out
 }
 
+// The tiles a tree of size has now: every full tile and the last partial
+// one of each level (tlog.NewTiles(8, 0, size) also names every partial
+// width on the way, which a log need not keep).
+func currentTiles(size int64) []tlog.Tile {
+	var out []tlog.Tile
+	for l := 0; size>>(8*l) > 0; l++ {
+		full := size >> (8 * (l + 1))
+		for n := int64(0); n < full; n++ {
+			out = append(out, tlog.Tile{H: 8, L: l, N: n, W: 256})
+		}
+		if w := int((size >> (8 * l)) & 255); w > 0 {
+			out = append(out, tlog.Tile{H: 8, L: l, N: full, W: w})
+		}
+	}
+	return out
+}
+
 func main() {
 	if len(os.Args) < 3 {
 		die("usage: tlog-go DIR VKEY [OLD_CHECKPOINT]")
@@ -134,7 +154,7 @@ func main() {
 	if err != nil || th != root {
 		die("tree hash %v differs from the checkpoint's %v (%v)", th, root, err)
 	}
-	for _, t := range tlog.NewTiles(8, 0, size) {
+	for _, t := range currentTiles(size) {
 		want, err := tlog.ReadTileData(t, stored)
 		if err != nil {
 			die("%v", err)
@@ -156,7 +176,7 @@ func main() {
 			die("record %d: %v", i, err)
 		}
 	}
-	if len(os.Args) > 3 {
+	if len(os.Args) > 3 && os.Args[3] != "-" {
 		old := openNote(os.Args[3], vkey)
 		_, osize, oroot := parseCheckpoint(old.Text)
 		if osize > size {
@@ -171,4 +191,56 @@ func main() {
 		}
 	}
 	fmt.Printf("OK %d\n", size)
+	if len(os.Args) > 4 {
+		fmt.Printf("proofs OK %d\n", checkProofs(os.Args[4], stored, size))
+	}
+}
+
+func checkProofs(path string, stored hashes, size int64) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		die("%v", err)
+	}
+	n := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			die("proofs: bad line %q", line)
+		}
+		a, err1 := strconv.ParseInt(f[1], 10, 64)
+		b, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil || b > size {
+			die("proofs: bad line %q", line)
+		}
+		var p []tlog.Hash
+		for _, s := range f[3:] {
+			raw, err := base64.StdEncoding.DecodeString(s)
+			if err != nil || len(raw) != tlog.HashSize {
+				die("proofs: bad hash in %q", line)
+			}
+			var h tlog.Hash
+			copy(h[:], raw)
+			p = append(p, h)
+		}
+		th, err := tlog.TreeHash(b, stored)
+		if err != nil {
+			die("%v", err)
+		}
+		switch f[0] {
+		case "inclusion":
+			err = tlog.CheckRecord(p, b, th, a, stored[tlog.StoredHashIndex(0, a)])
+		case "consistency":
+			var oh tlog.Hash
+			if oh, err = tlog.TreeHash(a, stored); err == nil {
+				err = tlog.CheckTree(p, b, th, a, oh)
+			}
+		default:
+			die("proofs: bad line %q", line)
+		}
+		if err != nil {
+			die("our %s proof %d/%d: %v", f[0], a, b, err)
+		}
+		n++
+	}
+	return n
 }
