@@ -16,6 +16,7 @@
 #include "keyfile.h"
 #include "keys.h"
 #include "log.h"
+#include "note.h"
 #include "options.h"
 #include "pkcs11.h"
 #include "policy.h"
@@ -140,6 +141,9 @@ static int setup_translog(struct daemon *d)
 		snprintf(host, sizeof(host), "localhost");
 	host[sizeof(host) - 1] = '\0';
 	snprintf(origin, sizeof(origin), "%s/modsign", host);
+	if (!note_name_valid(d->opt.log_origin ?: origin))
+		return log_error_errno(-EINVAL, "--log-origin '%s': a key name, without spaces or '+'",
+				       d->opt.log_origin ?: origin);
 	r = log_key_load(spec, &key, why, sizeof(why));
 	if (r < 0)
 		return log_error_errno(r, "log key: %s", why);

@@ -359,6 +359,14 @@ PY
 	assert_output --partial "not an Ed25519 key"
 }
 
+@test "tlog-log-origin-invalid" {
+	run "$MODSIGND" --listen "unix:$T/sock" --key default=ephemeral:rsa2048 \
+		--transparency-log "$T/log" --log-key "$T/log.pem" --log-origin "two words"
+	assert_failure
+	assert_output --partial "--log-origin 'two words': a key name"
+	[ ! -e log ]
+}
+
 @test "tlog-vkey-format" {
 	signed 1
 	run "$C" log vkey
