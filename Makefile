@@ -175,7 +175,7 @@ clean:
 FUZZ_CC      ?= clang-14
 FUZZ_SECONDS ?= 60
 FUZZ_B       := build/fuzz
-FUZZ_NAMES   := proto-frame request modsig pkcs7-verify base64-hex certgen certfp \
+FUZZ_NAMES   := proto-frame request modsig pkcs7-verify base64-hex certgen certfp tlog \
                 $(if $(wildcard lib/conf.c),conf)
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer

@@ -20,7 +20,6 @@
 static const char em_dash[] = "\xe2\x80\x94 "; /* U+2014 and a space */
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_MD_CTX *, EVP_MD_CTX_free);
-DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY *, EVP_PKEY_free);
 
 int note_name_valid(const char *name)
 {

@@ -183,6 +183,9 @@ static void test_checkpoint(void)
 	CHECK_EQ("tlog checkpoint leading zero refused",
 		 tlog_checkpoint_parse("o\n042\nq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6s=\n", &o2, &size, back),
 		 -EBADMSG);
+	CHECK_EQ("tlog checkpoint root with non-zero padding bits refused",
+		 tlog_checkpoint_parse("o\n4\nq6urq6urq6urq6urq6urq6urq6urq6urq6urq6urq6t=\n", &o2, &size, back),
+		 -EBADMSG);
 	CHECK_EQ("tlog checkpoint short root refused",
 		 tlog_checkpoint_parse("o\n4\nq6ur\n", &o2, &size, back), -EBADMSG);
 	CHECK_EQ("tlog checkpoint missing line refused",
