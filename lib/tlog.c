@@ -10,6 +10,7 @@
 #include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tlog.h"
@@ -121,6 +122,47 @@ int tlog_tile_path(char buf[TLOG_MAX_PATH], int level, uint64_t index, unsigned 
 	else
 		w = snprintf(buf, TLOG_MAX_PATH, "tile/%s/%s", l, n);
 	return w < 0 || w >= (int)TLOG_MAX_PATH ? -ENAMETOOLONG : 0;
+}
+
+/* "x001/x234/067": groups of three digits, 'x' before all but the last. */
+static const char *skip_index(const char *p)
+{
+	for (;;) {
+		bool x = *p == 'x';
+
+		p += x;
+		if (strspn(p, "0123456789") < 3)
+			return NULL;
+		p += 3;
+		if (!x)
+			return p;
+		if (*p++ != '/')
+			return NULL;
+	}
+}
+
+bool tlog_tile_path_valid(const char *path)
+{
+	const char *p;
+	size_t w;
+
+	if (strncmp(path, "tile/", 5) != 0 || strlen(path) >= TLOG_MAX_PATH)
+		return false;
+	p = path + 5;
+	if (strncmp(p, "entries/", 8) == 0)
+		p += 8;
+	else if (*p >= '0' && *p < '0' + (int)TLOG_LEVELS && p[1] == '/')
+		p += 2;
+	else
+		return false;
+	p = skip_index(p);
+	if (!p || !*p)
+		return p != NULL;
+	if (strncmp(p, ".p/", 3) != 0)
+		return false;
+	p += 3;
+	w = strspn(p, "0123456789");
+	return w >= 1 && w <= 3 && !p[w] && p[0] != '0' && atoi(p) < (int)TLOG_TILE_WIDTH;
 }
 
 unsigned tlog_tree_width(const struct tlog_tree *t, unsigned level)

@@ -47,6 +47,10 @@ void tlog_mth(const uint8_t *hashes, uint64_t n, uint8_t out[TLOG_HASH_LEN]);
  */
 int tlog_tile_path(char buf[TLOG_MAX_PATH], int level, uint64_t index, unsigned width);
 
+/* Whether @path is a tile path as tlog_tile_path() writes them (and
+ * nothing else: no "..", no other name), for serving it. */
+bool tlog_tile_path_valid(const char *path);
+
 struct tlog_tree {
 	uint64_t size;
 	uint8_t partial[TLOG_LEVELS][TLOG_TILE_BYTES];

@@ -2,7 +2,7 @@
 /*
  * log: the transparency log (docs/TRANSPARENCY.md).  "log vkey" and "log
  * checkpoint" ask the daemon; "log verify" audits, offline on a copy of
- * the log's directory (--dir) or online against the daemon's checkpoint.
+ * the log's directory (--dir) or online on the tiles the daemon serves.
  *
  * The audit re-builds the whole tree from the entry bundles with the
  * daemon's own code (lib/tlog.c) and compares every tile on the way: an
@@ -54,7 +54,8 @@ struct module {
 };
 
 struct audit {
-	int dfd;
+	int dfd;           /* offline: the copy of the log's directory */
+	struct conn *conn; /* online: the daemon that serves it */
 	struct tlog_tree *tree;
 	uint8_t *bundle;
 	const struct checkpoint *old; /* NULL: none */
@@ -171,24 +172,85 @@ static int failf(struct audit *a, const char *fmt, ...)
 	return -EBADMSG;
 }
 
-/* Tile (@level, @index, @width) of the directory equals @want. */
-static int tile_matches(struct audit *a, int level, uint64_t index, unsigned width,
-			const uint8_t *want, size_t len)
+/* Up to @max bytes of the tile @path from the daemon, in pieces; more
+ * than @max is -EFBIG. */
+static int fetch_tile(struct audit *a, const char *path, uint8_t *buf, size_t max,
+		      size_t *ret_len)
 {
-	_cleanup_(freep) uint8_t *got = malloc(len + 1);
+	uint64_t off = 0, size = 0;
+
+	do {
+		_cleanup_(json_object_putp) json_object *req = NULL, *reply = NULL;
+		_cleanup_(freep) uint8_t *data = NULL;
+		const char *err, *b64;
+		size_t n;
+		int r;
+
+		req = proto_request_new(conn_next_id(a->conn), "log");
+		if (!req)
+			return -ENOMEM;
+		json_object_object_add(req, "path", json_object_new_string(path));
+		json_object_object_add(req, "offset", json_object_new_uint64(off));
+		r = conn_call(a->conn, req, &reply, &err);
+		if (r < 0)
+			return failf(a, "%s: %s", path, r == -EREMOTEIO ? err : conn_strerror(a->conn, r));
+		if (proto_get_uint(reply, "size", &size) < 0 ||
+		    proto_get_string(reply, "data", PROTO_MAX_FRAME, true, &b64) < 0 ||
+		    base64_decode(b64, &data, &n) < 0 || (n == 0 && off < size))
+			return failf(a, "%s: malformed reply", path);
+		if (size > max || n > size - off)
+			return -EFBIG;
+		memcpy(buf + off, data, n);
+		off += n;
+	} while (off < size);
+	*ret_len = off;
+	return 0;
+}
+
+/* Up to @max bytes of the tile @path, from the directory or the daemon:
+ * -EFBIG past @max, else 0 or a reason in a->why. */
+static int read_tile(struct audit *a, const char *path, uint8_t *buf, size_t max,
+		     size_t *ret_len)
+{
 	_cleanup_(closep) int fd = -1;
-	char path[TLOG_MAX_PATH];
 	ssize_t n;
 
-	tlog_tile_path(path, level, index, width);
+	if (a->conn)
+		return fetch_tile(a, path, buf, max, ret_len);
 	fd = openat(a->dfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return failf(a, "%s: %s", path, strerror(errno));
+	n = read_full(fd, buf, max);
+	if (n < 0)
+		return failf(a, "%s: %s", path, strerror((int)-n));
+	if ((size_t)n == max) {
+		uint8_t extra;
+		if (read_full(fd, &extra, 1) == 1)
+			return -EFBIG;
+	}
+	*ret_len = (size_t)n;
+	return 0;
+}
+
+/* Tile (@level, @index, @width) of the log equals @want. */
+static int tile_matches(struct audit *a, int level, uint64_t index, unsigned width,
+			const uint8_t *want, size_t len)
+{
+	_cleanup_(freep) uint8_t *got = malloc(len);
+	char path[TLOG_MAX_PATH];
+	size_t n = 0;
+	int r;
+
 	if (!got)
 		return -ENOMEM;
-	n = read_full(fd, got, len + 1);
-	if (n < 0 || (size_t)n != len)
-		return failf(a, "%s: %zd bytes, expected %zu (truncated or padded)", path, n, len);
+	tlog_tile_path(path, level, index, width);
+	r = read_tile(a, path, got, len, &n);
+	if (r == -EFBIG)
+		return failf(a, "%s: more than %zu bytes (padded)", path, len);
+	if (r < 0)
+		return r;
+	if (n != len)
+		return failf(a, "%s: %zu bytes, expected %zu (truncated or padded)", path, n, len);
 	if (memcmp(got, want, len) != 0)
 		return failf(a, "%s: does not match the entries", path);
 	return 0;
@@ -256,21 +318,18 @@ static int audit_entry(struct audit *a, const uint8_t *e, size_t len)
 /* The entry bundle @index, @width entries wide (0: full). */
 static int audit_bundle(struct audit *a, uint64_t index, unsigned width)
 {
-	_cleanup_(closep) int fd = -1;
 	char path[TLOG_MAX_PATH];
 	unsigned want = width ? width : TLOG_TILE_WIDTH, n = 0;
 	const uint8_t *e;
-	size_t pos = 0, len;
-	ssize_t got;
+	size_t pos = 0, len, got = 0;
 	int r;
 
 	tlog_tile_path(path, TLOG_LEVEL_ENTRIES, index, width);
-	fd = openat(a->dfd, path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return failf(a, "%s: %s", path, strerror(errno));
-	got = read_full(fd, a->bundle, BUNDLE_MAX);
-	if (got < 0)
-		return failf(a, "%s: %s", path, strerror((int)-got));
+	r = read_tile(a, path, a->bundle, BUNDLE_MAX, &got);
+	if (r == -EFBIG)
+		return failf(a, "%s: larger than any bundle", path);
+	if (r < 0)
+		return r;
 	while ((r = tlog_bundle_next(a->bundle, got, &pos, &e, &len)) > 0) {
 		if (++n > want)
 			return failf(a, "%s: more than %u entries", path, want);
@@ -449,7 +508,7 @@ static int load_module(struct module *m, const char *path)
 	return 0;
 }
 
-/* Offline: the directory against @cp, and the modules in it. */
+/* The log (a directory or the daemon's) against @cp, and the modules. */
 static int verify_dir(struct audit *a, const struct checkpoint *cp)
 {
 	int r, missing = 0;
@@ -506,9 +565,8 @@ static int parse_verify(int argc, char **argv, struct verify_opts *o)
 		default: return -EINVAL;
 		}
 	}
-	if (argc - optind > MAX_MODULES || ((optind < argc || o->proofs) && !o->dir))
-		return warn_msg("log verify: modules and --proofs need --dir (at most %u modules)",
-				MAX_MODULES), -EINVAL;
+	if (argc - optind > MAX_MODULES)
+		return warn_msg("log verify: at most %u modules", MAX_MODULES), -EINVAL;
 	return 0;
 }
 
@@ -522,20 +580,20 @@ static int verify(const struct global *g, const struct verify_opts *o, struct au
 	r = load_verifier(g, o, &v);
 	if (r >= 0 && o->dir && (a->dfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		r = -errno, warn_msg("%s: %s", o->dir, strerror(errno));
+	if (r >= 0 && !o->dir && client_connect(g, &a->conn) < 0)
+		r = -ENOTCONN;
 	if (r >= 0)
 		r = load_checkpoint(g, o, a->dfd, &v, &cp);
 	if (r >= 0 && o->old && (r = load_old(o, &v, &cp, &old)) >= 0)
 		a->old = &old;
 	for (size_t i = 0; r >= 0 && i < n_mods; i++, a->n_mods++)
 		r = load_module(&a->mods[i], mods[i]);
-	if (r >= 0 && o->dir)
+	if (r >= 0)
 		r = verify_dir(a, &cp);
 	if (r >= 0)
-		printf("%s: OK, %" PRIu64 " entries%s%s%s\n", cp.origin, cp.size,
-		       o->dir ? ", every tile checked" : " (signature only: give --dir to audit)",
-		       a->old ? ", consistent with " : "", a->old ? o->old : "");
-	if (r >= 0 && a->old && !o->dir && old.size < cp.size)
-		printf("note: consistency with %s needs --dir\n", o->old);
+		printf("%s: OK, %" PRIu64 " entries, every tile checked%s%s%s\n", cp.origin, cp.size,
+		       o->dir ? "" : " (online)", a->old ? ", consistent with " : "",
+		       a->old ? o->old : "");
 	checkpoint_done(&cp);
 	checkpoint_done(&old);
 	note_verifier_done(&v);
@@ -570,6 +628,7 @@ static int cmd_log_verify(const struct global *g, int argc, char **argv)
 	}
 	if (a.dfd >= 0)
 		close(a.dfd);
+	conn_close(a.conn);
 	return r < 0 ? 1 : 0;
 }
 

@@ -47,6 +47,16 @@ static int parse_sign(json_object *msg, struct request *req, const char **ret_er
 	return 0;
 }
 
+static int parse_log(json_object *msg, struct request *req, const char **ret_err)
+{
+	if (proto_get_string(msg, "path", 128, false, &req->path) < 0)
+		return (*ret_err = "bad \"path\""), -EINVAL;
+	if (json_object_object_get_ex(msg, "offset", NULL) &&
+	    proto_get_uint(msg, "offset", &req->offset) < 0)
+		return (*ret_err = "bad \"offset\""), -EINVAL;
+	return 0;
+}
+
 int request_parse(json_object *msg, struct request *ret, const char **ret_err)
 {
 	const char *op;
@@ -66,6 +76,8 @@ int request_parse(json_object *msg, struct request *ret, const char **ret_err)
 		return (*ret_err = "bad \"key\""), -EINVAL;
 	if (ret->op == OP_SIGN)
 		return parse_sign(msg, ret, ret_err);
+	if (ret->op == OP_LOG)
+		return parse_log(msg, ret, ret_err);
 	return 0;
 }
 
@@ -159,4 +171,13 @@ json_object *reply_log(uint64_t id, const char *checkpoint, const char *vkey)
 		json_object_object_add(o, "vkey", json_object_new_string(vkey));
 	}
 	return o;
+}
+
+json_object *reply_log_data(uint64_t id, const uint8_t *data, size_t len, uint64_t size)
+{
+	json_object *o = proto_reply_new(id);
+
+	if (o)
+		json_object_object_add(o, "size", json_object_new_uint64(size));
+	return add_base64(o, "data", data, len);
 }

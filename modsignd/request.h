@@ -25,6 +25,9 @@ struct request {
 	size_t digest_len;
 	const char *module;
 	bool use_keyid;
+	/* OP_LOG only: a tile to read (NULL: the checkpoint and key), from */
+	const char *path;
+	uint64_t offset;
 };
 
 /*
@@ -38,6 +41,8 @@ json_object *reply_status(uint64_t id, const struct keystore *ks);
 json_object *reply_cert(uint64_t id, const struct key *k);
 /* The transparency log's signed checkpoint and verifier key. */
 json_object *reply_log(uint64_t id, const char *checkpoint, const char *vkey);
+/* @len bytes of a log file of @size, as "data" (base64) and "size". */
+json_object *reply_log_data(uint64_t id, const uint8_t *data, size_t len, uint64_t size);
 json_object *reply_signature(uint64_t id, const struct key *k,
 			     const uint8_t *der, size_t der_len);
 

@@ -470,6 +470,31 @@ static void handle_sign(struct server *s, struct conn *c, struct request *req)
 	dispatch_sign(s, c, req, k);
 }
 
+/* The checkpoint and key, or a piece of a tile (docs/PROTOCOL.md, "log"). */
+static void handle_log(struct server *s, struct conn *c, const struct request *req)
+{
+	uint8_t buf[SERVER_LOG_CHUNK];
+	uint64_t size;
+	size_t len;
+	int r;
+
+	if (!s->translog) {
+		conn_reply_error(c, req->id, "no transparency log");
+		return;
+	}
+	if (!req->path) {
+		conn_queue(c, reply_log(req->id, translog_checkpoint(s->translog),
+					translog_vkey(s->translog)));
+		return;
+	}
+	r = translog_read(s->translog, req->path, req->offset, buf, sizeof(buf), &len, &size);
+	if (r < 0)
+		conn_reply_error(c, req->id, r == -EINVAL ? "not a tile path" :
+					     r == -ENOENT ? "no such tile" : strerror(-r));
+	else
+		conn_queue(c, reply_log_data(req->id, buf, len, size));
+}
+
 static void handle_message(struct server *s, struct conn *c, json_object *msg)
 {
 	struct request req;
@@ -500,11 +525,7 @@ static void handle_message(struct server *s, struct conn *c, json_object *msg)
 		handle_sign(s, c, &req);
 		break;
 	case OP_LOG:
-		if (s->translog)
-			conn_queue(c, reply_log(req.id, translog_checkpoint(s->translog),
-						translog_vkey(s->translog)));
-		else
-			conn_reply_error(c, req.id, "no transparency log");
+		handle_log(s, c, &req);
 		break;
 	}
 }

@@ -37,6 +37,8 @@
 /* Requests one connection may have queued for signing at once; past it we
  * stop reading from that connection until replies drain. */
 #define SERVER_MAX_INFLIGHT 64
+/* Bytes of a log tile per "log" reply: its base64 fits a frame. */
+#define SERVER_LOG_CHUNK (32u * 1024)
 /* Unsent reply bytes after which we stop reading a connection. */
 #define SERVER_OUT_HIGH (256u * 1024)
 /* A peer that leaves a frame half-sent or its replies unread for this

@@ -21,7 +21,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -627,6 +629,36 @@ int translog_open(const char *dir, EVP_PKEY *key, bool ephemeral, const char *or
 		return r;
 	}
 	*ret = t;
+	return 0;
+}
+
+int translog_read(struct translog *t, const char *path, uint64_t offset, uint8_t *buf,
+		  size_t max, size_t *ret_len, uint64_t *ret_size)
+{
+	struct open_how how = { .flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS };
+	_cleanup_(closep) int fd = -1;
+	struct stat st;
+	ssize_t n;
+
+	if (!tlog_tile_path_valid(path))
+		return -EINVAL;
+	fd = (int)syscall(SYS_openat2, t->dfd, path, &how, sizeof(how));
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -ENOENT;
+	if (offset >= (uint64_t)st.st_size) {
+		*ret_len = 0;
+	} else {
+		n = pread(fd, buf, max, (off_t)offset);
+		if (n < 0)
+			return -errno;
+		*ret_len = (size_t)n;
+	}
+	*ret_size = (uint64_t)st.st_size;
 	return 0;
 }
 

@@ -60,6 +60,16 @@ const char *translog_checkpoint(const struct translog *t);
 const char *translog_vkey(const struct translog *t);
 uint64_t translog_size(const struct translog *t);
 
+/*
+ * Read up to @max bytes from @offset of the tile @path (a name that
+ * tlog_tile_path() makes, else -EINVAL), opened beneath the log
+ * directory without following any symbolic link; *@ret_len bytes read,
+ * *@ret_size the file's size.  -ENOENT if there is no such tile.  For
+ * clients that audit the log online (the "log" request).
+ */
+int translog_read(struct translog *t, const char *path, uint64_t offset, uint8_t *buf,
+		  size_t max, size_t *ret_len, uint64_t *ret_size);
+
 /* Accepts NULL. */
 void translog_free(struct translog *t);
 

@@ -381,10 +381,48 @@ PY
 	signed 2
 	run "$C" log verify
 	assert_success
-	assert_output --partial "OK, 2 entries (signature only"
+	assert_output --partial "OK, 2 entries, every tile checked (online)"
+	# The modules and an older checkpoint, against the daemon alone.
+	cp log/checkpoint old
+	"$C" sign "${MODS[2]}"
+	run lv --old old "${MODS[@]:0:3}"
+	assert_success
+	assert_output --partial "${MODS[2]}: in the log, entry 2"
+	assert_output --partial "every tile checked (online), consistent with old"
 	# Twin: against another log's verifier key.
 	run "$C" log verify --vkey "example.org/modsign-test+00000000+AQ$(head -c 32 /dev/zero | base64 | cut -c2-)"
 	assert_failure
+}
+
+@test "tlog-online-tampered-tile" {
+	signed 3
+	# What the daemon serves is checked as a copy is.
+	bundle swap 0 2
+	run lv
+	assert_failure
+	assert_output --partial "entry 0: says index 2"
+}
+
+# The log op serves tiles only: no other name, no symbolic link.
+@test "tlog-online-serves-tiles-only" {
+	signed 3
+	ln -s "$T/log.pem" log/tile/0/000.p/7
+	run python3 - "$T/sock" <<'PY'
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+for p in ["tile/0/../../log.pem", "checkpoint", "tile/0/000.p/7", "tile/0/000.p/3"]:
+    req = json.dumps({"v": 1, "id": 7, "op": "log", "path": p}).encode()
+    s.sendall(struct.pack(">I", len(req)) + req)
+    n = struct.unpack(">I", s.recv(4))[0]
+    b = b""
+    while len(b) < n: b += s.recv(n - len(b))
+    r = json.loads(b)
+    print(p, r.get("error") or r.get("size"))
+PY
+	assert_line "tile/0/../../log.pem not a tile path"
+	assert_line "checkpoint not a tile path"
+	assert_line "tile/0/000.p/7 Too many levels of symbolic links"
+	assert_line "tile/0/000.p/3 96"
 }
 
 # ---- the independent implementation ----------------------------------------------

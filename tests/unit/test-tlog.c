@@ -165,6 +165,17 @@ static void test_paths(void)
 	      tlog_tile_path(p, TLOG_LEVEL_ENTRIES, 1234, 255) == 0 &&
 		      strcmp(p, "tile/entries/x001/234.p/255") == 0);
 	CHECK_EQ("tlog path width 256 refused", tlog_tile_path(p, 0, 0, 256), -EINVAL);
+	CHECK("tlog path valid: full", tlog_tile_path_valid("tile/0/x001/x234/067"));
+	CHECK("tlog path valid: partial entries", tlog_tile_path_valid("tile/entries/x001/234.p/255"));
+	CHECK("tlog path valid: level 7", tlog_tile_path_valid("tile/7/000.p/1"));
+	CHECK("tlog path invalid: ..", !tlog_tile_path_valid("tile/0/../../etc/passwd"));
+	CHECK("tlog path invalid: level 8", !tlog_tile_path_valid("tile/8/000"));
+	CHECK("tlog path invalid: width 256", !tlog_tile_path_valid("tile/0/000.p/256"));
+	CHECK("tlog path invalid: width 0", !tlog_tile_path_valid("tile/0/000.p/0"));
+	CHECK("tlog path invalid: short group", !tlog_tile_path_valid("tile/0/01"));
+	CHECK("tlog path invalid: trailing", !tlog_tile_path_valid("tile/0/000/"));
+	CHECK("tlog path invalid: checkpoint", !tlog_tile_path_valid("checkpoint"));
+	CHECK("tlog path invalid: tmp", !tlog_tile_path_valid("tile/0/000.p/5.tmp"));
 	CHECK_EQ("tlog path level 8 refused", tlog_tile_path(p, 8, 0, 0), -EINVAL);
 }
 
