@@ -44,7 +44,7 @@ UNIT_SRC   := $(wildcard tests/unit/test-*.c)
 # for kbuild's per-module path saved less than 10% of it once dynamically
 # linked too: docs/PERFORMANCE.md, "One client or two").
 CLIENT_OBJ := $(addprefix $(B)/obj/modsign-client/,$(addsuffix .o,main client commands \
-              conn conn-tls pool cmd-sign cmd-signfile-batch cmd-attach cmd-status cmd-cert cmd-verify cmd-strip modfile paths))
+              conn conn-tls pool cmd-sign cmd-signfile-batch cmd-attach cmd-status cmd-cert cmd-verify cmd-strip cmd-log modfile paths))
 
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/obj/%.o) $(B)/obj/genkey_template.o
@@ -176,7 +176,7 @@ clean:
 FUZZ_CC      ?= clang-14
 FUZZ_SECONDS ?= 60
 FUZZ_B       := build/fuzz
-FUZZ_NAMES   := proto-frame request modsig pkcs7-verify base64-hex certgen certfp \
+FUZZ_NAMES   := proto-frame request modsig pkcs7-verify base64-hex certgen certfp tlog \
                 $(if $(wildcard lib/conf.c),conf)
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer

@@ -14,6 +14,7 @@ static const struct {
 	{ "status", cmd_status }, { "cert", cmd_cert },
 	{ "verify", cmd_verify }, { "strip", cmd_strip },
 	{ "attach", cmd_attach },
+	{ "log", cmd_log },
 };
 
 /* A report that did not reach stdout (a closed pipe: SIGPIPE is ignored

@@ -19,6 +19,8 @@ int cmd_status(const struct global *g, int argc, char **argv);
 int cmd_cert(const struct global *g, int argc, char **argv);
 int cmd_verify(const struct global *g, int argc, char **argv);
 int cmd_strip(const struct global *g, int argc, char **argv);
+/* cmd-log.c: log vkey | checkpoint | verify (docs/TRANSPARENCY.md). */
+int cmd_log(const struct global *g, int argc, char **argv);
 
 /*
  * sign-file --batch [-dpk] HASH KEY X509 (cmd-signfile-batch.c), kbuild's

@@ -13,20 +13,24 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "keyfile.h"
 #include "keys.h"
 #include "log.h"
+#include "note.h"
 #include "options.h"
 #include "pkcs11.h"
 #include "policy.h"
 #include "secure.h"
 #include "server.h"
 #include "tls.h"
+#include "translog.h"
 
 struct daemon {
 	struct options opt;
 	struct keystore keys;
 	struct policy policy;
 	struct audit *audit;
+	struct translog *translog;
 	SSL_CTX *tls;
 	struct server *server;
 };
@@ -97,6 +101,66 @@ static int reload_policy(void *userdata)
 	return 0;
 }
 
+/* The log key: a one-time Ed25519 key, or a PEM file read as every key
+ * file is (secret_file_open()'s checks), which must hold an Ed25519 key. */
+static int log_key_load(const char *spec, EVP_PKEY **ret, char *why, size_t size)
+{
+	EVP_PKEY *k = NULL;
+	int r;
+
+	if (strcmp(spec, "ephemeral") == 0) {
+		k = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+		if (!k)
+			return snprintf(why, size, "cannot make a one-time Ed25519 key"), -ENOMEM;
+	} else {
+		r = keyfile_read(spec, &k, NULL, why, size);
+		if (r < 0)
+			return r;
+		if (EVP_PKEY_get_base_id(k) != EVP_PKEY_ED25519) {
+			EVP_PKEY_free(k);
+			return snprintf(why, size, "%s: not an Ed25519 key", spec), -EINVAL;
+		}
+	}
+	*ret = k;
+	return 0;
+}
+
+static int setup_translog(struct daemon *d)
+{
+	char why[PATH_MAX + 128] = "", host[256] = "", origin[300];
+	const char *spec = d->opt.log_key;
+	EVP_PKEY *key = NULL;
+	int r;
+
+	if (!d->opt.tlog_dir)
+		return d->opt.log_key || d->opt.log_origin ?
+			       log_error_errno(-EINVAL, "--log-key and --log-origin need --transparency-log") : 0;
+	if (!spec)
+		return log_error_errno(-EINVAL, "--transparency-log needs --log-key FILE or ephemeral");
+	if (!d->opt.log_origin && gethostname(host, sizeof(host)) < 0)
+		snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(origin, sizeof(origin), "%s/modsign", host);
+	if (!note_name_valid(d->opt.log_origin ?: origin))
+		return log_error_errno(-EINVAL, "--log-origin '%s': a key name, without spaces or '+'",
+				       d->opt.log_origin ?: origin);
+	r = log_key_load(spec, &key, why, sizeof(why));
+	if (r < 0)
+		return log_error_errno(r, "log key: %s", why);
+	if (d->opt.check_config) {
+		EVP_PKEY_free(key);
+		return 0;
+	}
+	r = translog_open(d->opt.tlog_dir, key, strcmp(spec, "ephemeral") == 0,
+			  d->opt.log_origin ?: origin, &d->translog, why, sizeof(why));
+	if (r < 0)
+		return log_error_errno(r, "transparency log %s: %s%s%m", d->opt.tlog_dir, why,
+				       why[0] ? ": " : "");
+	log_info("transparency log %s: %llu entries, verifier key %s", d->opt.tlog_dir,
+		 (unsigned long long)translog_size(d->translog), translog_vkey(d->translog));
+	return 0;
+}
+
 static bool wants_tls(const struct options *o)
 {
 	for (size_t i = 0; i < o->n_listen; i++)
@@ -163,6 +227,8 @@ static int setup(struct daemon *d)
 	if (r >= 0 && (r = audit_new(d->opt.audit_log, &d->audit)) < 0)
 		log_error_errno(r, "audit log %s: %m", d->opt.audit_log);
 	if (r >= 0)
+		r = setup_translog(d);
+	if (r >= 0)
 		r = d->opt.check_config ? check_key_files(&d->opt) : load_keys(d);
 	return r;
 }
@@ -179,6 +245,7 @@ static int serve(struct daemon *d)
 	r = server_new(&cfg, &d->keys, &d->policy, d->audit, &d->server);
 	if (r < 0)
 		return log_error_errno(r, "cannot start the server: %m");
+	server_set_translog(d->server, d->translog);
 	r = open_listeners(d);
 	if (r < 0)
 		return r;
@@ -215,6 +282,7 @@ int main(int argc, char **argv)
 	keystore_clear(&d.keys); /* one-time keys are destroyed here */
 	policy_clear(&d.policy);
 	audit_free(d.audit);
+	translog_free(d.translog);
 	SSL_CTX_free(d.tls);
 	options_free(&d.opt);
 	if (r >= 0 && !d.opt.check_config)

@@ -16,7 +16,7 @@ enum {
 	OPT_PIN_FILE, OPT_PKCS11_MODULE, OPT_AUDIT_LOG, OPT_ORG, OPT_CN, OPT_EMAIL,
 	OPT_DAYS, OPT_TEMPLATE, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_WORKERS,
 	OPT_MAXCONN, OPT_MAXHS, OPT_MAXHS_SRC, OPT_HS_TIMEOUT, OPT_IDLE_TIMEOUT,
-	OPT_MODE, OPT_METRICS, OPT_VERSION, OPT_HELP, OPT_END_
+	OPT_MODE, OPT_METRICS, OPT_TLOG, OPT_LOG_KEY, OPT_LOG_ORIGIN, OPT_VERSION, OPT_HELP, OPT_END_
 };
 _Static_assert(OPT_END_ - OPT_CONFIG <= OPTIONS_MAX_IDS, "OPTIONS_MAX_IDS too small");
 
@@ -51,6 +51,9 @@ static const struct optdef {
 	{ "idle-timeout", OPT_IDLE_TIMEOUT, "SECS", "close connections idle this long (default 60)" },
 	{ "socket-mode", OPT_MODE, "MODE", "mode of created socket files (default 0660)" },
 	{ "metrics-file", OPT_METRICS, "FILE", "Prometheus text counters, rewritten every 5 s (node_exporter textfile)" },
+	{ "transparency-log", OPT_TLOG, "DIR", "record each signature in a C2SP tiled Merkle log in DIR" },
+	{ "log-key", OPT_LOG_KEY, "FILE", "Ed25519 PEM key (mode 0600) that signs its checkpoints, or ephemeral" },
+	{ "log-origin", OPT_LOG_ORIGIN, "NAME", "its checkpoints' origin line (default HOSTNAME/modsign)" },
 	{ "version", OPT_VERSION, NULL, "print the version" },
 	{ "help", OPT_HELP, NULL, "print this help" },
 };
@@ -148,6 +151,9 @@ static int apply(struct options *o, int id, const char *v)
 	case OPT_PKCS11_MODULE: o->pkcs11_module = v; return 0;
 	case OPT_AUDIT_LOG: o->audit_log = v; return 0;
 	case OPT_METRICS: o->metrics_file = v; return 0;
+	case OPT_TLOG: o->tlog_dir = v; return 0;
+	case OPT_LOG_KEY: o->log_key = v; return 0;
+	case OPT_LOG_ORIGIN: o->log_origin = v; return 0;
 	case OPT_ORG: o->gen.organization = v; return 0;
 	case OPT_CN: o->gen.common_name = v; return 0;
 	case OPT_EMAIL: o->gen.email = v; return 0;

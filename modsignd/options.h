@@ -44,6 +44,9 @@ struct options {
 	const char *pkcs11_module;
 	const char *audit_log;
 	const char *metrics_file;
+	const char *tlog_dir;   /* --transparency-log; NULL: none */
+	const char *log_key;    /* a PEM file or "ephemeral" */
+	const char *log_origin; /* NULL: HOSTNAME/modsign */
 	struct certgen_params gen;
 	struct tls_config tls;
 	struct server_config server;

@@ -11,7 +11,8 @@ static int parse_op(const char *op, enum request_op *ret)
 	static const struct {
 		const char *name;
 		enum request_op op;
-	} ops[] = { { "status", OP_STATUS }, { "cert", OP_CERT }, { "sign", OP_SIGN } };
+	} ops[] = { { "status", OP_STATUS }, { "cert", OP_CERT }, { "sign", OP_SIGN },
+		    { "log", OP_LOG } };
 
 	for (size_t i = 0; i < ELEMENTSOF(ops); i++)
 		if (strcmp(op, ops[i].name) == 0) {
@@ -46,6 +47,16 @@ static int parse_sign(json_object *msg, struct request *req, const char **ret_er
 	return 0;
 }
 
+static int parse_log(json_object *msg, struct request *req, const char **ret_err)
+{
+	if (proto_get_string(msg, "path", 128, false, &req->path) < 0)
+		return (*ret_err = "bad \"path\""), -EINVAL;
+	if (json_object_object_get_ex(msg, "offset", NULL) &&
+	    proto_get_uint(msg, "offset", &req->offset) < 0)
+		return (*ret_err = "bad \"offset\""), -EINVAL;
+	return 0;
+}
+
 int request_parse(json_object *msg, struct request *ret, const char **ret_err)
 {
 	const char *op;
@@ -65,6 +76,8 @@ int request_parse(json_object *msg, struct request *ret, const char **ret_err)
 		return (*ret_err = "bad \"key\""), -EINVAL;
 	if (ret->op == OP_SIGN)
 		return parse_sign(msg, ret, ret_err);
+	if (ret->op == OP_LOG)
+		return parse_log(msg, ret, ret_err);
 	return 0;
 }
 
@@ -147,4 +160,24 @@ json_object *reply_signature(uint64_t id, const struct key *k,
 		json_object_object_add(o, "cert_sha256", json_object_new_string(k->cert_sha256));
 	}
 	return add_base64(o, "signature", der, der_len);
+}
+
+json_object *reply_log(uint64_t id, const char *checkpoint, const char *vkey)
+{
+	json_object *o = proto_reply_new(id);
+
+	if (o) {
+		json_object_object_add(o, "checkpoint", json_object_new_string(checkpoint));
+		json_object_object_add(o, "vkey", json_object_new_string(vkey));
+	}
+	return o;
+}
+
+json_object *reply_log_data(uint64_t id, const uint8_t *data, size_t len, uint64_t size)
+{
+	json_object *o = proto_reply_new(id);
+
+	if (o)
+		json_object_object_add(o, "size", json_object_new_uint64(size));
+	return add_base64(o, "data", data, len);
 }

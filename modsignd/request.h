@@ -13,7 +13,7 @@
 #include "digest.h"
 #include "keys.h"
 
-enum request_op { OP_STATUS, OP_CERT, OP_SIGN };
+enum request_op { OP_STATUS, OP_CERT, OP_SIGN, OP_LOG };
 
 struct request {
 	uint64_t id;
@@ -25,6 +25,9 @@ struct request {
 	size_t digest_len;
 	const char *module;
 	bool use_keyid;
+	/* OP_LOG only: a tile to read (NULL: the checkpoint and key), from */
+	const char *path;
+	uint64_t offset;
 };
 
 /*
@@ -36,6 +39,10 @@ int request_parse(json_object *msg, struct request *ret, const char **ret_err);
 
 json_object *reply_status(uint64_t id, const struct keystore *ks);
 json_object *reply_cert(uint64_t id, const struct key *k);
+/* The transparency log's signed checkpoint and verifier key. */
+json_object *reply_log(uint64_t id, const char *checkpoint, const char *vkey);
+/* @len bytes of a log file of @size, as "data" (base64) and "size". */
+json_object *reply_log_data(uint64_t id, const uint8_t *data, size_t len, uint64_t size);
 json_object *reply_signature(uint64_t id, const struct key *k,
 			     const uint8_t *der, size_t der_len);
 

@@ -25,6 +25,7 @@
 #include "request.h"
 #include "server.h"
 #include "tls.h"
+#include "translog.h"
 #include "util.h"
 #include "workq.h"
 
@@ -89,6 +90,11 @@ struct server {
 	struct keystore *keys;
 	struct policy *policy;
 	struct audit *audit;
+	struct translog *translog; /* NULL: no --transparency-log */
+	/* Finished jobs held for a larger group commit (with a log only). */
+	struct job *held, *held_tail;
+	unsigned n_held_jobs;
+	uint64_t held_since_ms;
 	int epfd;
 	struct listener listeners[SERVER_MAX_LISTENERS];
 	size_t n_listeners;
@@ -469,6 +475,31 @@ static void handle_sign(struct server *s, struct conn *c, struct request *req)
 	dispatch_sign(s, c, req, k);
 }
 
+/* The checkpoint and key, or a piece of a tile (docs/PROTOCOL.md, "log"). */
+static void handle_log(struct server *s, struct conn *c, const struct request *req)
+{
+	uint8_t buf[SERVER_LOG_CHUNK];
+	uint64_t size;
+	size_t len;
+	int r;
+
+	if (!s->translog) {
+		conn_reply_error(c, req->id, "no transparency log");
+		return;
+	}
+	if (!req->path) {
+		conn_queue(c, reply_log(req->id, translog_checkpoint(s->translog),
+					translog_vkey(s->translog)));
+		return;
+	}
+	r = translog_read(s->translog, req->path, req->offset, buf, sizeof(buf), &len, &size);
+	if (r < 0)
+		conn_reply_error(c, req->id, r == -EINVAL ? "not a tile path" :
+					     r == -ENOENT ? "no such tile" : strerror(-r));
+	else
+		conn_queue(c, reply_log_data(req->id, buf, len, size));
+}
+
 static void handle_message(struct server *s, struct conn *c, json_object *msg)
 {
 	struct request req;
@@ -497,6 +528,9 @@ static void handle_message(struct server *s, struct conn *c, json_object *msg)
 		break;
 	case OP_SIGN:
 		handle_sign(s, c, &req);
+		break;
+	case OP_LOG:
+		handle_log(s, c, &req);
 		break;
 	}
 }
@@ -941,6 +975,11 @@ static void accept_one(struct server *s, struct listener *l)
 /* "ok", or why signing failed, naming the key. */
 static const char *job_result(const struct job *j, char *buf, size_t size)
 {
+	if (j->r >= 0 && j->tlog_r < 0) {
+		snprintf(buf, size, "withheld: transparency log unavailable: %s",
+			 strerror(-j->tlog_r));
+		return buf;
+	}
 	if (j->r >= 0)
 		return j->conn->fd < 0 ? "ok, client gone" : "ok";
 	snprintf(buf, size, "signing with key %s failed: %s", j->key->name,
@@ -1014,15 +1053,107 @@ static void reply_job(struct server *s, struct job *j, int sync_r)
 		snprintf(msg, sizeof(msg), "audit log unavailable (%s): not signed",
 			 strerror(-(j->audit_r < 0 ? j->audit_r : sync_r)));
 		conn_reply_error(c, j->id, msg);
+	} else if (j->r >= 0 && j->tlog_r < 0) {
+		snprintf(msg, sizeof(msg), "transparency log unavailable (%s): not signed",
+			 strerror(-j->tlog_r));
+		conn_reply_error(c, j->id, msg);
 	} else if (j->r < 0)
 		conn_reply_error(c, j->id, job_result(j, msg, sizeof(msg)));
 	else {
-		conn_queue(c, reply_signature(j->id, j->key, j->der, j->der_len));
+		json_object *o = reply_signature(j->id, j->key, j->der, j->der_len);
+
+		if (o && j->logged)
+			json_object_object_add(o, "log_index", json_object_new_uint64(j->log_index));
+		conn_queue(c, o);
 		s->signed_total++;
 	}
 	conn_process(s, c); /* input held back by the in-flight limit */
 	conn_update(s, c);
 	conn_drain_tls(s, c);
+}
+
+static void log_job(struct server *s, struct job *j)
+{
+	struct tlog_entry e = {
+		.time = time(NULL), .key = j->key->name, .key_id = j->key->key_id,
+		.cert_sha256 = j->key->cert_sha256, .hash = digest_name(j->md),
+		.digest = j->digest, .digest_len = j->digest_len, .module = j->module,
+		.client = j->conn->peer.identity, .sig = j->der, .sig_len = j->der_len,
+	};
+
+	j->tlog_r = translog_append(s->translog, &e, &j->log_index);
+	j->logged = j->tlog_r >= 0;
+}
+
+/*
+ * The transparency log's part of the group commit: a leaf per signature
+ * made, tiles written, synced and covered by a new checkpoint before any
+ * of them leaves.  It comes before the audit records, so that these say
+ * "withheld" for a signature the log could not hold.  A signature that
+ * the audit log then withholds stays in the transparency log: the log may
+ * name a signature nobody received, never miss one that was sent.
+ */
+static void log_jobs(struct server *s, struct job *list)
+{
+	struct job *j;
+	int r;
+
+	if (!s->translog)
+		return;
+	for (j = list; j; j = j->next)
+		if (j->r >= 0)
+			log_job(s, j);
+	r = translog_commit(s->translog);
+	if (r >= 0)
+		return;
+	log_error("transparency log commit failed, withholding signatures: %s", strerror(-r));
+	for (j = list; j; j = j->next)
+		if (j->r >= 0) {
+			j->tlog_r = r;
+			j->logged = false;
+		}
+}
+
+/*
+ * With a transparency log a commit costs files, a signed checkpoint and
+ * syncs, so finished jobs are held for a larger group: until
+ * SERVER_GROUP_JOBS are done, or nothing else is being signed (no other
+ * completion would come to end the wait), or the first has waited
+ * SERVER_GROUP_WAIT_MS (server_run() wakes for it).  Signing goes on
+ * meanwhile: a client with many requests in flight loses no throughput,
+ * and one request waits at most that long more.
+ */
+#define SERVER_GROUP_JOBS 16u
+#define SERVER_GROUP_WAIT_MS 2u
+
+static bool group_ready(const struct server *s)
+{
+	return !s->translog || s->stopping || s->n_held_jobs >= SERVER_GROUP_JOBS ||
+	       s->inflight <= s->n_held_jobs ||
+	       now_ms() - s->held_since_ms >= SERVER_GROUP_WAIT_MS;
+}
+
+/* Add the jobs just finished to those held; the group, when it is ready. */
+static struct job *take_group(struct server *s)
+{
+	struct job *list = workq_take_done(s->wq), *group;
+
+	for (struct job *j = list; j; j = j->next) {
+		if (!s->held)
+			s->held_since_ms = now_ms();
+		if (s->held_tail)
+			s->held_tail->next = j;
+		else
+			s->held = j;
+		s->held_tail = j;
+		s->n_held_jobs++;
+	}
+	if (!s->held || !group_ready(s))
+		return NULL;
+	group = s->held;
+	s->held = s->held_tail = NULL;
+	s->n_held_jobs = 0;
+	return group;
 }
 
 /*
@@ -1032,9 +1163,12 @@ static void reply_job(struct server *s, struct job *j, int sync_r)
  */
 static void drain_workq(struct server *s)
 {
-	struct job *list = workq_take_done(s->wq), *j, *next;
+	struct job *list = take_group(s), *j, *next;
 	int r;
 
+	if (!list)
+		return;
+	log_jobs(s, list);
 	for (j = list; j; j = j->next)
 		audit_job(s, j);
 	r = audit_sync(s->audit);
@@ -1209,12 +1343,15 @@ int server_run(struct server *s)
 	notify_status(s);
 	write_metrics(s, true);
 	for (;;) {
-		int n = epoll_wait(s->epfd, evs, ELEMENTSOF(evs), tick);
+		int n = epoll_wait(s->epfd, evs, ELEMENTSOF(evs),
+				   s->held ? (int)SERVER_GROUP_WAIT_MS : tick);
 
 		if (n < 0 && errno != EINTR)
 			return log_error_errno(-errno, "epoll_wait: %m");
 		for (int i = 0; i < n; i++)
 			dispatch(s, &evs[i]);
+		if (s->held)
+			drain_workq(s); /* a held group whose wait is over */
 		reap_conns(s);
 		if (now_ms() - last_tick >= (uint64_t)tick) {
 			sweep_timeouts(s);
@@ -1248,6 +1385,11 @@ static int setup_signals(struct server *s)
 		return -errno;
 	s->sig_watch = W_SIGNAL;
 	return watch(s, s->sig_fd, EPOLLIN, &s->sig_watch);
+}
+
+void server_set_translog(struct server *s, struct translog *t)
+{
+	s->translog = t;
 }
 
 int server_new(const struct server_config *cfg, struct keystore *keys,

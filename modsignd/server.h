@@ -37,6 +37,8 @@
 /* Requests one connection may have queued for signing at once; past it we
  * stop reading from that connection until replies drain. */
 #define SERVER_MAX_INFLIGHT 64
+/* Bytes of a log tile per "log" reply: its base64 fits a frame. */
+#define SERVER_LOG_CHUNK (32u * 1024)
 /* Unsent reply bytes after which we stop reading a connection. */
 #define SERVER_OUT_HIGH (256u * 1024)
 /* A peer that leaves a frame half-sent or its replies unread for this
@@ -65,6 +67,11 @@ struct server;
 /* @keys, @policy and @audit stay owned by the caller and must outlive @ret. */
 int server_new(const struct server_config *cfg, struct keystore *keys,
 	       struct policy *policy, struct audit *audit, struct server **ret);
+
+/* Record every issued signature in @t (owned by the caller, outliving
+ * @s) before it is released; docs/TRANSPARENCY.md. */
+struct translog;
+void server_set_translog(struct server *s, struct translog *t);
 
 /* Bind and listen on a UNIX socket path, replacing a stale socket file. */
 int server_listen_unix(struct server *s, const char *path);

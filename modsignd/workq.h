@@ -33,6 +33,9 @@ struct job {
 	/* result, set by the worker */
 	int r;
 	int audit_r; /* set by the loop: < 0, the record failed and the signature must not leave */
+	int tlog_r;  /* likewise for the transparency log's entry */
+	bool logged; /* in the transparency log, as leaf log_index */
+	uint64_t log_index;
 	uint8_t *der;
 	size_t der_len;
 };

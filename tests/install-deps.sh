@@ -14,6 +14,7 @@ pkgs=(
 	qemu-system-x86 busybox-static bc flex bison libelf-dev cpio dwarves  # tests/qemu
 	clang-14 libclang-rt-14-dev valgrind strace                  # fuzzers, sanitizers, security
 	bats bats-assert bats-support                          # tests/integration/*.bats
+	golang-go golang-golang-x-mod-dev                      # tests/tlog-go: the independent transparency log check
 	debhelper dpkg-dev lintian                             # make deb
 	mmdebstrap qemu-utils e2fsprogs                        # make vm-check (tests/vm)
 )

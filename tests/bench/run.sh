@@ -15,6 +15,10 @@
 #   BENCH_KBUILD_ONLY=1    only the kbuild view (tests/bench/kbuild.sh),
 #                          whose section replaces the one in BENCH_OUT
 #   BENCH_KBUILD_MODULES=N, BENCH_KBUILD_ROUNDS=N  its size (1000, 3)
+#   BENCH_TLOG_ONLY=1      only the transparency log's cost (RSA-2048 batch
+#                          with and without --transparency-log), whose
+#                          section replaces the one in BENCH_OUT
+#   BENCH_TLOG_ROUNDS=N    rounds of that comparison (default 3)
 #
 # Every signing run is verified with modsign-client verify --cert; a
 # failure anywhere stops the bench with a non-zero exit and no report.
@@ -392,6 +396,93 @@ tls_vs_unix() {
 	TLS_RATE=$(calc %.1f "$N / $SECS")
 }
 
+# The transparency log's cost (docs/TRANSPARENCY.md): the RSA-2048 batch
+# of all modules on three daemons alike but for their log (none, one on
+# tmpfs with the work directory, one on the disk under build/ where each
+# commit's syncfs and fsyncs reach the device), alternated round by round
+# (the machine's speed drifts), the best round of each.  Each log is
+# audited afterwards.
+tlog_daemon() { # NAME [DIR]: a daemon on unix:$W/NAME, with a log in DIR
+	local args=(--listen "unix:$W/$1" --allow uid:"$(id -u)" --key rsa2048="$W/rsa2048.pem")
+	[ -n "${2:-}" ] && rm -rf "$2" && args+=(--transparency-log "$2" --log-key "$W/log.pem"
+		--log-origin bench.invalid/modsign)
+	modsignd_start "$W/modsignd-$1.log" "${args[@]}" || die "modsignd $1 did not start"
+	PIDS+=($MODSIGND_PID)
+	TLOG_PID[$1]=$MODSIGND_PID
+}
+
+tlog_rate() { # NAME WHAT: the batch's rate on the daemon NAME
+	local dpid=${DPID:-}
+	DPID=${TLOG_PID[$1]} # timed's daemon CPU: this one's
+	timed "$W/list" "$W/rsa2048.crt" "RSA-2048 batch, $2" run_batch "$W/list" --server "unix:$W/$1"
+	DPID=$dpid
+	TLOG_RATE=$(calc %.1f "$N / $SECS")
+}
+
+best() { awk "BEGIN { print ($1 > $2) ? $1 : $2 }"; }
+
+tlog_on_off() {
+	local i disk=$B/bench/tlog
+	declare -gA TLOG_PID
+	openssl genpkey -algorithm ed25519 -out "$W/log.pem" 2>/dev/null && chmod 600 "$W/log.pem"
+	mkdir -p "$B/bench"
+	tlog_daemon tlog-none
+	tlog_daemon tlog-shm "$W/tlog"
+	tlog_daemon tlog-disk "$disk"
+	KEY=rsa2048
+	TLOG_OFF=0 TLOG_SHM=0 TLOG_DISK=0 TLOG_ROUNDS=${BENCH_TLOG_ROUNDS:-3}
+	for i in $(seq "$TLOG_ROUNDS"); do
+		tlog_rate tlog-none "no transparency log" && TLOG_OFF=$(best "$TLOG_RATE" "$TLOG_OFF")
+		tlog_rate tlog-shm "transparency log on tmpfs" && TLOG_SHM=$(best "$TLOG_RATE" "$TLOG_SHM")
+		tlog_rate tlog-disk "transparency log on disk" && TLOG_DISK=$(best "$TLOG_RATE" "$TLOG_DISK")
+		log "round $i, best so far: no log $TLOG_OFF, log on tmpfs $TLOG_SHM, on disk $TLOG_DISK modules/s"
+	done
+	for d in "tlog-shm:$W/tlog" "tlog-disk:$disk"; do
+		"$CLIENT" --server "unix:$W/${d%%:*}" log vkey >"$W/tlog.vkey"
+		"$CLIENT" log verify --dir "${d#*:}" --vkey-file "$W/tlog.vkey" >/dev/null ||
+			die "the bench's transparency log ${d#*:} does not verify"
+	done
+	TLOG_ENTRIES=$(sed -n 2p "$disk/checkpoint")
+	TLOG_FS=$(df -PT "$disk" | awk 'NR==2 {print $2}')
+	rm -rf "$disk"
+}
+
+tlog_met() { awk "BEGIN { exit !($1 >= 0.95 * $TLOG_OFF) }" && echo met || echo "**not met**"; }
+
+tlog_report() {
+	cat <<EOF
+## The transparency log's cost
+
+RSA-2048 batch (\`modsign-client sign\`, one connection) of all $N modules
+on three daemons alike but for \`--transparency-log\` (docs/TRANSPARENCY.md),
+alternated, the best of $TLOG_ROUNDS rounds each; each log audited with
+\`modsign-client log verify\` afterwards ($TLOG_ENTRIES entries in the one on
+disk).
+
+| daemon | modules/s | vs no log |
+|---|---|---|
+| no transparency log | $TLOG_OFF | |
+| log on tmpfs (the work directory) | $TLOG_SHM | $(calc %+.1f%% "100 * ($TLOG_SHM / $TLOG_OFF - 1)") |
+| log on disk ($TLOG_FS, under build/) | $TLOG_DISK | $(calc %+.1f%% "100 * ($TLOG_DISK / $TLOG_OFF - 1)") |
+
+Target, within 5% of the rate without a log: on tmpfs $(tlog_met "$TLOG_SHM"), on disk $(tlog_met "$TLOG_DISK").
+EOF
+}
+
+# BENCH_TLOG_ONLY: the transparency log's section alone, in place of the
+# one BENCH_OUT has, or at its end.
+tlog_only() {
+	local f=$W/report.md
+	make_key rsa2048 -newkey rsa:2048
+	tlog_on_off
+	tlog_report >"$W/tlog.md"
+	[ -f "$OUT" ] || die "no $OUT to put the transparency log section in"
+	awk '/^## / { skip = /^## The transparency log/ } !skip' "$OUT" >"$f"
+	{ echo; cat "$W/tlog.md"; } >>"$f"
+	cp "$f" "$OUT.tmp" && mv "$OUT.tmp" "$OUT"
+	log "wrote the transparency log section of $OUT"
+}
+
 # Where one `modsign-client sign-file` of a mid-sized module spends its time.
 breakdown() {
 	local reps=100 mod i s e
@@ -610,6 +701,7 @@ RSA-2048 batch of all $N modules, one after the other in the same daemon:
 | mutual TLS on 127.0.0.1 | $TLS_RATE |
 | TLS / UNIX | $(calc %.0f%% "100 * $TLS_RATE / $UNIX_RATE") |
 EOF
+	{ echo; tlog_report; } >>"$f"
 	cat >>"$f" <<EOF
 
 ## One module, one process: where the time goes
@@ -721,6 +813,11 @@ main() {
 	LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 	PORT=$((20000 + RANDOM % 20000))
 	prepare_modules
+	if [ -n "${BENCH_TLOG_ONLY:-}" ]; then
+		tlog_only
+		log "done in $(calc %.0f "$(now) - $s0") s"
+		return
+	fi
 	if [ -n "${BENCH_KBUILD_ONLY:-}" ]; then
 		kbuild_only
 		log "done in $(calc %.0f "$(now) - $s0") s"
@@ -747,6 +844,7 @@ main() {
 	sweep rsa2048
 	sweep rsa4096
 	tls_vs_unix
+	tlog_on_off
 	rss_64
 	kbuild_view
 	declare -gA CG CGF

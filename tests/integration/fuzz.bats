@@ -31,6 +31,7 @@ fuzz() { # TARGET: run-brief.sh's verdict on it
 @test "fuzz-certgen" { fuzz certgen; }
 @test "fuzz-certfp" { fuzz certfp; }
 @test "fuzz-conf" { fuzz conf; }
+@test "fuzz-tlog" { fuzz tlog; }
 
 @test "fuzz-harness-twins" {
 	run "$REPO/tests/fuzz/run-brief.sh" harness

@@ -337,9 +337,28 @@ static void test_replies(void)
 	keystore_clear(&ks);
 }
 
+/* The transparency log's request: the checkpoint, or a piece of a tile. */
+static void test_log(void)
+{
+	CHECK("log without a path",
+	      parse("{\"v\":1,\"id\":3,\"op\":\"log\"}") == 0 && req.op == OP_LOG &&
+		      !req.path && req.offset == 0);
+	CHECK("log with a path and an offset",
+	      parse("{\"v\":1,\"id\":3,\"op\":\"log\",\"path\":\"tile/0/000\",\"offset\":5}") == 0 &&
+		      req.path && strcmp(req.path, "tile/0/000") == 0 && req.offset == 5);
+	refused("log path as a number", "{\"v\":1,\"id\":3,\"op\":\"log\",\"path\":1}", -EINVAL,
+		"bad \"path\"");
+	refused("log offset -1", "{\"v\":1,\"id\":3,\"op\":\"log\",\"path\":\"tile/0/000\",\"offset\":-1}",
+		-EINVAL, "bad \"offset\"");
+	refused("log offset as a string",
+		"{\"v\":1,\"id\":3,\"op\":\"log\",\"path\":\"tile/0/000\",\"offset\":\"0\"}", -EINVAL,
+		"bad \"offset\"");
+}
+
 int main(void)
 {
 	test_envelope();
+	test_log();
 	test_key();
 	test_sign();
 	test_hash();

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#ifndef MODSIGN_TLOG_ENTRY_H
+#define MODSIGN_TLOG_ENTRY_H
+
+/*
+ * The record a transparency log holds per issued signature: one JSON
+ * object, keys in this fixed order, no whitespace, '/' not escaped
+ * (docs/TRANSPARENCY.md, "Entries"):
+ *
+ *   {"index":N,"time":"YYYY-MM-DDTHH:MM:SSZ","key":"NAME","key_id":"HEX",
+ *    "cert_sha256":"HEX","hash":"sha256","digest":"HEX","module":"NAME",
+ *    "client":"IDENTITY","sig_sha256":"HEX"}
+ *
+ * "digest" is the module's digest as it was signed, "sig_sha256" the
+ * SHA-256 of the PKCS#7 signature as it is appended to the module: an
+ * auditor recomputes both from a signed .ko.  Strings that were not
+ * well-formed UTF-8 carry U+FFFD in place of each bad byte.  Never logs.
+ */
+
+#include <json-c/json.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+struct tlog_entry {
+	uint64_t index;
+	time_t time;
+	const char *key, *key_id, *cert_sha256, *hash;
+	const uint8_t *digest;
+	size_t digest_len;
+	const char *module, *client;
+	const uint8_t *sig; /* the PKCS#7 DER; its SHA-256 is recorded */
+	size_t sig_len;
+};
+
+/* The canonical record of @e: a new string of *@ret_len bytes (at most
+ * TLOG_MAX_ENTRY, else -E2BIG). */
+int tlog_entry_format(const struct tlog_entry *e, char **ret, size_t *ret_len);
+
+/* What an auditor matches in an entry (lower-case hex strings). */
+struct tlog_entry_view {
+	uint64_t index;
+	char hash[16];
+	char digest[129];
+	char sig_sha256[65];
+};
+
+/* Parse an entry of @len bytes.  -EBADMSG if it is not one. */
+int tlog_entry_parse(const uint8_t *data, size_t len, struct tlog_entry_view *ret);
+
+#endif

@@ -1,0 +1,693 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The transparency log's directory.  Layout (C2SP tlog-tiles):
+ *
+ *   checkpoint              signed note: origin, size, root
+ *   tile/L/N, tile/L/N.p/W  hashes at level L (W of 256 in a partial tile)
+ *   tile/entries/N[.p/W]    the entries, each after a 2-byte length
+ *
+ * Every file is written to NAME.tmp and renamed, so that a web server
+ * serving the directory never sends half a file.  A commit collects the
+ * files it wrote and the directories whose entries it changed, and makes
+ * them durable together (fdatasync, fsync) before the checkpoint that
+ * covers them is renamed into place.  Not syncfs(): it would also wait
+ * for every other writer's dirty data on the same filesystem.  Partial
+ * tiles of a tile that is full are removed after the checkpoint that
+ * covers the full one.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <linux/openat2.h>
+#include <sys/file.h>
+#include <sys/syscall.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "note.h"
+#include "tlog.h"
+#include "translog.h"
+#include "util.h"
+
+#define BUNDLE_MAX (TLOG_TILE_WIDTH * (2 + TLOG_MAX_ENTRY))
+#define SYNC_MAX 16 /* files and directories held for a commit's sync */
+
+/* What a commit must make durable.  When it is full, what comes more is
+ * synced at once (a batch that fills many tiles): earlier, never later. */
+struct sync_set {
+	int fds[SYNC_MAX];
+	size_t n_fds;
+	char dirs[SYNC_MAX][TLOG_MAX_PATH];
+	size_t n_dirs;
+	int r; /* the first failure of a sync done early */
+};
+
+struct translog {
+	int dfd;
+	char *origin, *vkey, *checkpoint;
+	EVP_PKEY *key;
+	bool ephemeral, broken;
+	struct tlog_tree tree; /* with the pending entries */
+	uint64_t committed;    /* size of the published checkpoint */
+	uint8_t *bundle;       /* the entries of level 0's partial tile */
+	size_t bundle_len;
+	char *why;
+	size_t why_size;
+	struct sync_set sync;
+};
+
+static void sync_file(struct sync_set *ss, int fd)
+{
+	if (ss->n_fds < SYNC_MAX) {
+		ss->fds[ss->n_fds++] = fd;
+		return;
+	}
+	if (fdatasync(fd) < 0 && ss->r >= 0)
+		ss->r = -errno;
+	close(fd);
+}
+
+static int fsync_dir(int dfd, const char *path)
+{
+	_cleanup_(closep) int fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0 || fsync(fd) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The directory that holds @path ("." for the top). */
+static void sync_parent(struct sync_set *ss, int dfd, const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[TLOG_MAX_PATH];
+	int r;
+
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	for (size_t i = 0; i < ss->n_dirs; i++)
+		if (strcmp(ss->dirs[i], dir) == 0)
+			return;
+	if (ss->n_dirs < SYNC_MAX) {
+		memcpy(ss->dirs[ss->n_dirs++], dir, sizeof(dir));
+		return;
+	}
+	r = fsync_dir(dfd, dir);
+	if (r < 0 && ss->r >= 0)
+		ss->r = r;
+}
+
+/* Make all of @ss durable, then forget it.  Returns the first failure. */
+static int sync_all(struct sync_set *ss, int dfd)
+{
+	int r = ss->r;
+
+	for (size_t i = 0; i < ss->n_fds; i++) {
+		if (fdatasync(ss->fds[i]) < 0 && r >= 0)
+			r = -errno;
+		close(ss->fds[i]);
+	}
+	for (size_t i = 0; i < ss->n_dirs; i++) {
+		int r2 = fsync_dir(dfd, ss->dirs[i]);
+		if (r2 < 0 && r >= 0)
+			r = r2;
+	}
+	*ss = (struct sync_set){ 0 };
+	return r;
+}
+
+static void sync_drop(struct sync_set *ss)
+{
+	for (size_t i = 0; i < ss->n_fds; i++)
+		close(ss->fds[i]);
+	*ss = (struct sync_set){ 0 };
+}
+
+/* mkdir -p of the directories of @path under @t->dfd; the parent of
+ * each one made must be synced too. */
+static int make_parents(struct translog *t, const char *path)
+{
+	char buf[TLOG_MAX_PATH];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = strchr(buf, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (mkdirat(t->dfd, buf, 0755) == 0)
+			sync_parent(&t->sync, t->dfd, buf);
+		else if (errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	return 0;
+}
+
+/* Write @path whole (NAME.tmp, renamed), to be synced by the commit. */
+static int write_at(struct translog *t, const char *path, const void *data, size_t len)
+{
+	char tmp[TLOG_MAX_PATH + 8];
+	_cleanup_(closep) int fd = -1;
+	int dfd = t->dfd, r;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == ENOENT) {
+		/* A new tile directory: a few per 256 leaves. */
+		r = make_parents(t, path);
+		if (r < 0)
+			return r;
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	}
+	if (fd < 0)
+		return -errno;
+	r = write_full(fd, data, len);
+	if (r < 0)
+		return r;
+	if (renameat(dfd, tmp, dfd, path) < 0)
+		return -errno;
+	sync_file(&t->sync, TAKE_FD(fd));
+	sync_parent(&t->sync, dfd, path);
+	return 0;
+}
+
+/* All of @path, exactly @len bytes, into @buf. */
+static int read_exact_at(int dfd, const char *path, void *buf, size_t len)
+{
+	_cleanup_(closep) int fd = openat(dfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode) || (size_t)st.st_size != len)
+		return -EBADMSG;
+	n = read_full(fd, buf, len);
+	if (n < 0)
+		return (int)n;
+	return (size_t)n == len ? 0 : -EBADMSG;
+}
+
+static int tile_write(int level, uint64_t index, unsigned width, const void *data,
+		      size_t len, struct translog *t)
+{
+	char path[TLOG_MAX_PATH];
+	int r = tlog_tile_path(path, level, index, width);
+
+	return r < 0 ? r : write_at(t, path, data, len);
+}
+
+/* A full tile, as the tree hands it over during an append. */
+static int on_full(int level, uint64_t index, const uint8_t *hashes, void *userdata)
+{
+	struct translog *t = userdata;
+
+	return tile_write(level, index, 0, hashes, TLOG_TILE_BYTES, t);
+}
+
+static int fail(struct translog *t, int r, const char *fmt, const char *arg)
+{
+	if (t->why)
+		snprintf(t->why, t->why_size, fmt, arg);
+	return r;
+}
+
+/* The partial tiles and entry bundle of a tree of t->committed leaves. */
+static int load_tiles(struct translog *t)
+{
+	char path[TLOG_MAX_PATH];
+	int r;
+
+	memset(&t->tree, 0, sizeof(t->tree));
+	t->tree.size = t->committed;
+	for (unsigned level = 0; level < TLOG_LEVELS; level++) {
+		unsigned w = tlog_tree_width(&t->tree, level);
+
+		if (!w)
+			continue;
+		tlog_tile_path(path, (int)level, tlog_tree_tile_index(&t->tree, level), w);
+		r = read_exact_at(t->dfd, path, t->tree.partial[level], w * TLOG_HASH_LEN);
+		if (r < 0)
+			return fail(t, r == -EBADMSG || r == -ENOENT ? -EBADMSG : r,
+				    "%s: missing or of the wrong size", path);
+	}
+	tlog_tree_load(&t->tree);
+	return 0;
+}
+
+static int load_bundle(struct translog *t)
+{
+	unsigned w = tlog_tree_width(&t->tree, 0), n = 0;
+	char path[TLOG_MAX_PATH];
+	_cleanup_(closep) int fd = -1;
+	const uint8_t *e;
+	size_t pos = 0, len;
+	ssize_t got;
+	int r;
+
+	t->bundle_len = 0;
+	if (!w)
+		return 0;
+	tlog_tile_path(path, TLOG_LEVEL_ENTRIES, tlog_tree_tile_index(&t->tree, 0), w);
+	fd = openat(t->dfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return fail(t, errno == ENOENT ? -EBADMSG : -errno, "%s: missing", path);
+	got = read_full(fd, t->bundle, BUNDLE_MAX);
+	if (got < 0)
+		return (int)got;
+	while ((r = tlog_bundle_next(t->bundle, got, &pos, &e, &len)) > 0) {
+		uint8_t h[TLOG_HASH_LEN];
+
+		tlog_leaf_hash(e, len, h);
+		if (n >= w || memcmp(h, t->tree.partial[0] + n * TLOG_HASH_LEN, TLOG_HASH_LEN))
+			return fail(t, -EBADMSG, "%s: entries disagree with the tiles", path);
+		n++;
+	}
+	if (r < 0 || n != w)
+		return fail(t, -EBADMSG, "%s: cut short", path);
+	t->bundle_len = got;
+	return 0;
+}
+
+/* Unlink tile (@level, @index, @width) if it is there: 1 if it was. */
+static int unlink_tile(int dfd, int level, uint64_t index, unsigned width)
+{
+	char path[TLOG_MAX_PATH];
+
+	tlog_tile_path(path, level, index, width);
+	return unlinkat(dfd, path, 0) == 0;
+}
+
+/* Remove the partial tiles of (@level, @index) wider than @keep (their
+ * names are the widths: only those in the directory are looked at), and
+ * the directory when none is kept: 1 if anything was there. */
+static int remove_partials(int dfd, int level, uint64_t index, unsigned keep)
+{
+	char path[TLOG_MAX_PATH];
+	struct dirent *de;
+	DIR *d;
+	int pfd, found = 0;
+
+	tlog_tile_path(path, level, index, 1);
+	path[strlen(path) - 2] = '\0'; /* "N.p" */
+	pfd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (pfd < 0)
+		return 0;
+	d = fdopendir(pfd);
+	if (!d) {
+		close(pfd);
+		return 0;
+	}
+	while ((de = readdir(d))) {
+		unsigned long w;
+
+		/* Widths, and the temporary files of an interrupted write. */
+		if (de->d_name[0] == '.' ||
+		    (parse_uint(de->d_name, TLOG_TILE_WIDTH - 1, &w) == 0 && w <= keep))
+			continue;
+		found |= unlinkat(pfd, de->d_name, 0) == 0;
+	}
+	closedir(d);
+	if (!keep)
+		found |= unlinkat(dfd, path, AT_REMOVEDIR) == 0;
+	return found;
+}
+
+/* Whatever lies past the checkpoint: tiles written by a commit that never
+ * published one.  They hold leaves whose signatures were not released;
+ * they are removed, so that they are never served as part of the log. */
+static void cut_tail(struct translog *t)
+{
+	for (int level = TLOG_LEVEL_ENTRIES; level < (int)TLOG_LEVELS; level++) {
+		unsigned l = level < 0 ? 0 : (unsigned)level;
+		uint64_t idx = tlog_tree_tile_index(&t->tree, l);
+		unsigned w = tlog_tree_width(&t->tree, l);
+
+		for (uint64_t i = idx;; i++) {
+			int found = unlink_tile(t->dfd, level, i, 0);
+
+			found |= remove_partials(t->dfd, level, i, i == idx ? w : 0);
+			if (!found && i > idx)
+				break;
+		}
+	}
+}
+
+static int verify_checkpoint(struct translog *t, const char *note, char **ret_text)
+{
+	struct note_verifier v = { 0 };
+	int r;
+
+	r = note_verifier_parse(t->vkey, &v);
+	if (r < 0)
+		return r;
+	r = note_open(note, &v, ret_text);
+	note_verifier_done(&v);
+	if (r < 0 && r != -ENOMEM && t->ephemeral) {
+		/* A one-time key cannot have signed an earlier run's
+		 * checkpoint: take its text as it is. */
+		const char *end = strstr(note, "\n\n");
+
+		*ret_text = end ? strndup(note, end - note + 1) : NULL;
+		return *ret_text ? 0 : -EBADMSG;
+	}
+	return r;
+}
+
+/* Read "checkpoint" back: its size and root, and the tiles under it. */
+static int load(struct translog *t)
+{
+	_cleanup_(freep) char *note = NULL, *text = NULL, *origin = NULL;
+	uint8_t root[TLOG_HASH_LEN], want[TLOG_HASH_LEN];
+	size_t len;
+	int r, fd;
+
+	fd = openat(t->dfd, "checkpoint", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		t->committed = 0;
+		return load_tiles(t);
+	}
+	if (fd < 0)
+		return -errno;
+	note = calloc(1, NOTE_MAX + 1);
+	r = note ? (int)read_full(fd, note, NOTE_MAX) : -ENOMEM;
+	close(fd);
+	if (r < 0)
+		return r;
+	len = (size_t)r;
+	note[len] = '\0';
+	r = verify_checkpoint(t, note, &text);
+	if (r < 0)
+		return fail(t, r, "checkpoint: %s", r == -EKEYREJECTED || r == -ENOKEY ?
+			    "not signed by this log key" : "malformed");
+	r = tlog_checkpoint_parse(text, &origin, &t->committed, want);
+	if (r < 0)
+		return fail(t, r, "checkpoint: %s", "malformed");
+	if (strcmp(origin, t->origin) != 0)
+		return fail(t, -EXDEV, "checkpoint: the log of another origin, %s", origin);
+	r = load_tiles(t);
+	if (r < 0)
+		return r;
+	tlog_tree_root(&t->tree, root);
+	if (memcmp(root, want, TLOG_HASH_LEN) != 0)
+		return fail(t, -EBADMSG, "%s", "the tiles do not hash to the checkpoint's root");
+	t->checkpoint = TAKE_PTR(note);
+	return 0;
+}
+
+/* Back to the last published checkpoint: on open and after a failure. */
+static int reload(struct translog *t)
+{
+	int r;
+
+	free(t->checkpoint);
+	t->checkpoint = NULL;
+	t->broken = false;
+	sync_drop(&t->sync);
+	r = load(t);
+	if (r >= 0)
+		r = load_bundle(t);
+	if (r >= 0)
+		cut_tail(t);
+	else
+		t->broken = true; /* commits fail until a reload succeeds */
+	return r;
+}
+
+/* The signed checkpoint of the tree as it is now, in "checkpoint.tmp":
+ * made durable by the commit's sync with the tiles it covers. */
+static int sign_checkpoint(struct translog *t, char **ret)
+{
+	_cleanup_(freep) char *body = NULL, *note = NULL;
+	_cleanup_(closep) int fd = -1;
+	uint8_t root[TLOG_HASH_LEN];
+	int r;
+
+	tlog_tree_root(&t->tree, root);
+	r = tlog_checkpoint_format(t->origin, t->tree.size, root, &body);
+	if (r < 0)
+		return r;
+	r = note_sign(body, t->origin, t->key, &note);
+	if (r < 0)
+		return r;
+	fd = openat(t->dfd, "checkpoint.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	r = write_full(fd, note, strlen(note));
+	if (r < 0)
+		return r;
+	sync_file(&t->sync, TAKE_FD(fd)); /* its name needs no sync: renamed */
+	*ret = TAKE_PTR(note);
+	return 0;
+}
+
+/* Replace "checkpoint" with the durable "checkpoint.tmp" @note. */
+static int publish_signed(struct translog *t, char *note)
+{
+	if (renameat(t->dfd, "checkpoint.tmp", t->dfd, "checkpoint") < 0 || fsync(t->dfd) < 0) {
+		free(note);
+		return -errno;
+	}
+	free(t->checkpoint);
+	t->checkpoint = note;
+	return 0;
+}
+
+/* Outside a commit (at start): sign, sync, publish. */
+static int publish(struct translog *t)
+{
+	char *note = NULL;
+	int r = sign_checkpoint(t, &note);
+
+	if (r >= 0)
+		r = sync_all(&t->sync, t->dfd);
+	if (r < 0) {
+		sync_drop(&t->sync);
+		free(note);
+		return r;
+	}
+	return publish_signed(t, note);
+}
+
+/* The partial tiles and bundle of the tree as it is now. */
+static int write_partials(struct translog *t)
+{
+	int r;
+
+	for (unsigned level = 0; level < TLOG_LEVELS; level++) {
+		unsigned w = tlog_tree_width(&t->tree, level);
+
+		if (!w || t->tree.size >> (TLOG_TILE_HEIGHT * level) == t->committed >> (TLOG_TILE_HEIGHT * level))
+			continue;
+		r = tile_write((int)level, tlog_tree_tile_index(&t->tree, level), w,
+			       t->tree.partial[level], w * TLOG_HASH_LEN, t);
+		if (r < 0)
+			return r;
+	}
+	if (!tlog_tree_width(&t->tree, 0))
+		return 0;
+	return tile_write(TLOG_LEVEL_ENTRIES, tlog_tree_tile_index(&t->tree, 0),
+			  tlog_tree_width(&t->tree, 0), t->bundle, t->bundle_len, t);
+}
+
+/* Partial tiles of the tiles this commit filled: the full ones replace
+ * them (C2SP tlog-tiles lets a log remove them). */
+static void prune(struct translog *t, uint64_t old_size)
+{
+	for (int level = TLOG_LEVEL_ENTRIES; level < (int)TLOG_LEVELS; level++) {
+		unsigned shift = TLOG_TILE_HEIGHT * ((level < 0 ? 0 : level) + 1);
+
+		if (shift >= 64)
+			break;
+		for (uint64_t i = old_size >> shift; i < t->tree.size >> shift; i++)
+			remove_partials(t->dfd, level, i, 0);
+	}
+}
+
+int translog_commit(struct translog *t)
+{
+	uint64_t old = t->committed;
+	char *note = NULL;
+	int r;
+
+	if (!translog_pending(t))
+		return 0;
+	r = t->broken ? -EIO : write_partials(t);
+	if (r >= 0)
+		r = sign_checkpoint(t, &note);
+	/* The tiles and the checkpoint that covers them made durable
+	 * together; the rename that publishes it comes after. */
+	if (r >= 0)
+		r = sync_all(&t->sync, t->dfd);
+	if (r >= 0)
+		r = publish_signed(t, TAKE_PTR(note));
+	free(note);
+	if (r < 0) {
+		sync_drop(&t->sync);
+		int r2 = reload(t);
+		return r2 < 0 ? r2 : r;
+	}
+	t->committed = t->tree.size;
+	prune(t, old);
+	return 0;
+}
+
+int translog_abort(struct translog *t)
+{
+	return translog_pending(t) ? reload(t) : 0;
+}
+
+bool translog_pending(const struct translog *t)
+{
+	return t->tree.size != t->committed || t->broken;
+}
+
+int translog_append(struct translog *t, struct tlog_entry *e, uint64_t *ret_index)
+{
+	_cleanup_(freep) char *entry = NULL;
+	uint8_t leaf[TLOG_HASH_LEN];
+	size_t len;
+	int r;
+
+	if (t->broken)
+		return -EIO;
+	e->index = t->tree.size;
+	r = tlog_entry_format(e, &entry, &len);
+	if (r < 0)
+		return r;
+	tlog_leaf_hash(entry, len, leaf);
+	t->bundle[t->bundle_len] = len >> 8;
+	t->bundle[t->bundle_len + 1] = len & 0xff;
+	memcpy(t->bundle + t->bundle_len + 2, entry, len);
+	t->bundle_len += 2 + len;
+	r = tlog_tree_append(&t->tree, leaf, on_full, t);
+	if (r >= 0 && tlog_tree_width(&t->tree, 0) == 0) {
+		r = tile_write(TLOG_LEVEL_ENTRIES, tlog_tree_tile_index(&t->tree, 0) - 1, 0,
+			       t->bundle, t->bundle_len, t);
+		t->bundle_len = 0;
+	}
+	if (r < 0) {
+		t->broken = true; /* the commit fails and reloads */
+		return r;
+	}
+	*ret_index = e->index;
+	return 0;
+}
+
+static int open_dir(const char *dir, int *ret)
+{
+	int fd;
+
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	/* One writer: a second daemon on the same directory would append
+	 * its own leaves at the same indices, a fork of its own making. */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		int r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		close(fd);
+		return r;
+	}
+	*ret = fd;
+	return 0;
+}
+
+int translog_open(const char *dir, EVP_PKEY *key, bool ephemeral, const char *origin,
+		  struct translog **ret, char *why, size_t why_size)
+{
+	struct translog *t = calloc(1, sizeof(*t));
+	int r;
+
+	if (!t) {
+		EVP_PKEY_free(key);
+		return -ENOMEM;
+	}
+	*t = (struct translog){ .dfd = -1, .key = key, .ephemeral = ephemeral,
+				.why = why, .why_size = why_size };
+	if (why_size)
+		why[0] = '\0';
+	t->origin = strdup(origin);
+	t->bundle = malloc(BUNDLE_MAX);
+	r = t->origin && t->bundle ? 0 : -ENOMEM;
+	if (r >= 0)
+		r = note_vkey(origin, key, &t->vkey);
+	if (r >= 0)
+		r = open_dir(dir, &t->dfd);
+	if (r >= 0)
+		r = reload(t);
+	/* The empty tree's, so that there always is one; with a one-time
+	 * key, the last one again, signed by this run's key. */
+	if (r >= 0 && (!t->checkpoint || ephemeral))
+		r = publish(t);
+	t->why = NULL;
+	if (r < 0) {
+		translog_free(t);
+		return r;
+	}
+	*ret = t;
+	return 0;
+}
+
+int translog_read(struct translog *t, const char *path, uint64_t offset, uint8_t *buf,
+		  size_t max, size_t *ret_len, uint64_t *ret_size)
+{
+	struct open_how how = { .flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS };
+	_cleanup_(closep) int fd = -1;
+	struct stat st;
+	ssize_t n;
+
+	if (!tlog_tile_path_valid(path))
+		return -EINVAL;
+	fd = (int)syscall(SYS_openat2, t->dfd, path, &how, sizeof(how));
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -ENOENT;
+	if (offset >= (uint64_t)st.st_size) {
+		*ret_len = 0;
+	} else {
+		n = pread(fd, buf, max, (off_t)offset);
+		if (n < 0)
+			return -errno;
+		*ret_len = (size_t)n;
+	}
+	*ret_size = (uint64_t)st.st_size;
+	return 0;
+}
+
+const char *translog_checkpoint(const struct translog *t)
+{
+	return t->checkpoint;
+}
+
+const char *translog_vkey(const struct translog *t)
+{
+	return t->vkey;
+}
+
+uint64_t translog_size(const struct translog *t)
+{
+	return t->committed;
+}
+
+void translog_free(struct translog *t)
+{
+	if (!t)
+		return;
+	sync_drop(&t->sync);
+	if (t->dfd >= 0)
+		close(t->dfd);
+	EVP_PKEY_free(t->key);
+	free(t->origin);
+	free(t->vkey);
+	free(t->checkpoint);
+	free(t->bundle);
+	free(t);
+}

@@ -1,0 +1,472 @@
+#!/usr/bin/env bats
+# The transparency log (issue 17, docs/TRANSPARENCY.md): every issued
+# signature a leaf of a C2SP tiled Merkle log with signed checkpoints,
+# audited offline by "modsign-client log verify" and by Go's
+# golang.org/x/mod/sumdb/{note,tlog} (tests/tlog-go).  Every check that
+# passes has a tampered twin that must fail: an edited, removed or moved
+# entry, a truncated tile, a fork, another key's checkpoint, a rollback.
+# Each case has its own daemon and log directory.
+
+load ../common
+
+setup() {
+	case_setup
+	openssl genpkey -algorithm ed25519 -out "$T/log.pem" 2>/dev/null
+	chmod 600 "$T/log.pem"
+	for m in $(real_modules 4); do cp "$m" "$T/"; done
+	MODS=($(cd "$T" && ls *.ko))
+	"$C" --server unix:/nonexistent strip "${MODS[@]}" 2>/dev/null || true
+	export MODSIGN_SERVER=unix:$T/sock
+}
+
+teardown() { case_teardown; }
+
+# tlog_daemon [DIR]: a daemon logging into DIR (default $T/log).
+tlog_daemon() {
+	start_daemon "$T/sock" --key "default=${SIGNING_KEY:-ephemeral:rsa2048}" \
+		--transparency-log "${1:-$T/log}" --log-key "$T/log.pem" \
+		--log-origin example.org/modsign-test
+}
+
+# signed N: the first N modules signed (into the log), the vkey saved.
+signed() {
+	tlog_daemon
+	"$C" sign "${MODS[@]:0:$1}"
+	"$C" log vkey >vkey
+}
+
+lv() { "$C" log verify --vkey-file vkey "$@"; }
+
+# bundle OP ARGS: rewrite the entry bundle of the log's partial tile 0:
+# edit I (one hex digit of entry I's digest), drop I, swap I J.
+bundle() {
+	python3 - "$T/log/tile/entries/000.p/$(sed -n 2p log/checkpoint)" "$@" <<'PY'
+import sys
+path, op, *args = sys.argv[1:]
+d = open(path, 'rb').read()
+es = []
+while d:
+    n = d[0] << 8 | d[1]
+    es.append(d[2:2 + n])
+    d = d[2 + n:]
+i = int(args[0])
+if op == 'edit':
+    k = es[i].index(b'"digest":"') + 10
+    es[i] = es[i][:k] + (b'0' if es[i][k:k + 1] != b'0' else b'1') + es[i][k + 1:]
+elif op == 'drop':
+    del es[i]
+elif op == 'swap':
+    j = int(args[1])
+    es[i], es[j] = es[j], es[i]
+open(path, 'wb').write(b''.join(len(e).to_bytes(2, 'big') + e for e in es))
+PY
+}
+
+go_check() {
+	local bin=$BATS_FILE_TMPDIR/tlog-go # built from this checkout, once per run
+	if [ ! -x "$bin" ]; then
+		GO111MODULE=off GOPATH=/usr/share/gocode GOCACHE=$BATS_FILE_TMPDIR/gocache \
+			bash -c 'cd "$1" && go build -o "$2" ./tests/tlog-go' - "$REPO" "$bin" || return 1
+	fi
+	"$bin" "$@"
+}
+
+# ---- the layout ---------------------------------------------------------------
+
+@test "tlog-layout-c2sp" {
+	signed 3
+	[ -f log/checkpoint ]
+	[ "$(sed -n 1p log/checkpoint)" = example.org/modsign-test ]
+	[ "$(sed -n 2p log/checkpoint)" = 3 ]
+	[ "$(stat -c %s log/tile/0/000.p/3)" = 96 ]
+	[ -f log/tile/entries/000.p/3 ]
+	# The signature line: an em dash, the key name, base64 of 68 bytes.
+	run grep -c "^— example.org/modsign-test [A-Za-z0-9+/]\{91\}=\$" log/checkpoint
+	assert_output 1
+	# Twin: the entry is the documented record, canonical.
+	run python3 -c 'import sys,json; d=open(sys.argv[1],"rb").read(); d=d[2:2+(d[0]<<8|d[1])]; o=json.loads(d)
+assert list(o)==["index","time","key","key_id","cert_sha256","hash","digest","module","client","sig_sha256"], list(o)
+assert json.dumps(o,separators=(",",":"),ensure_ascii=False).encode()==d' log/tile/entries/000.p/3
+	assert_success
+}
+
+@test "tlog-sign-reply-has-log-index" {
+	signed 2
+	run python3 - "$T/sock" <<'PY'
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+req = json.dumps({"v": 1, "id": 7, "op": "sign", "hash": "sha256", "digest": "00" * 32, "module": "x.ko"}).encode()
+s.sendall(struct.pack(">I", len(req)) + req)
+n = struct.unpack(">I", s.recv(4))[0]
+b = b""
+while len(b) < n: b += s.recv(n - len(b))
+print(json.loads(b).get("log_index"))
+PY
+	assert_output 2
+	[ "$(sed -n 2p log/checkpoint)" = 3 ]
+}
+
+@test "tlog-refusals-not-logged" {
+	signed 1
+	run "$C" sign --key nosuchkey "${MODS[1]}"
+	assert_failure
+	[ "$(sed -n 2p log/checkpoint)" = 1 ]
+}
+
+# ---- log verify: the directory, inclusion ------------------------------------
+
+@test "tlog-verify-dir-and-modules" {
+	signed 3
+	run lv --dir log "${MODS[@]:0:3}"
+	assert_success
+	assert_output --partial "${MODS[0]}: in the log, entry"
+	assert_output --partial "(inclusion proof of 2 hashes checked)"
+	assert_output --partial "example.org/modsign-test: OK, 3 entries, every tile checked"
+}
+
+@test "tlog-verify-module-not-in-log" {
+	signed 3
+	# Twin: a module signed by another daemon (no log) is not in it.
+	make_pem_key other.pem rsa:2048
+	start_daemon "$T/sock2" --key "default=$T/other.pem"
+	"$C" --server "unix:$T/sock2" sign "${MODS[3]}"
+	run lv --dir log "${MODS[3]}"
+	assert_failure
+	assert_output --partial "${MODS[3]}: NOT in the log"
+}
+
+@test "tlog-verify-module-changed-after-signing" {
+	signed 1
+	# Twin of inclusion: the same signature on another module body.
+	flip_byte "${MODS[0]}" 200
+	run lv --dir log "${MODS[0]}"
+	assert_failure
+	assert_output --partial "NOT in the log"
+}
+
+@test "tlog-edited-entry" {
+	signed 3
+	bundle edit 1
+	run lv --dir log
+	assert_failure
+	assert_output --partial "does not match the entries"
+	assert_equal "${#lines[@]}" 1
+}
+
+@test "tlog-removed-entry" {
+	signed 3
+	bundle drop 1
+	run lv --dir log
+	assert_failure
+	assert_output --partial "entry 1: says index 2"
+}
+
+@test "tlog-reordered-entries" {
+	signed 3
+	bundle swap 0 1
+	run lv --dir log
+	assert_failure
+	assert_output --partial "entry 0: says index 1"
+}
+
+@test "tlog-truncated-tile" {
+	signed 3
+	truncate -s 64 log/tile/0/000.p/3
+	run lv --dir log
+	assert_failure
+	assert_output --partial "tile/0/000.p/3: 64 bytes, expected 96"
+}
+
+# ---- checkpoints: signature, fork, rollback -----------------------------------
+
+@test "tlog-checkpoint-signature" {
+	signed 2
+	run lv --checkpoint log/checkpoint
+	assert_success
+	# Twin: one digit of the size changed.
+	sed '2s/2/3/' log/checkpoint >forged
+	run lv --checkpoint forged
+	assert_failure
+	assert_output --partial "BAD signature"
+}
+
+@test "tlog-checkpoint-other-key" {
+	signed 2
+	# The same log re-signed by a key that is not the log's.
+	stop_daemon "$DAEMON_PID"
+	cp -a log log2
+	start_daemon "$T/sock2" --key default=ephemeral:rsa2048 --transparency-log "$T/log2" \
+		--log-key ephemeral --log-origin example.org/modsign-test
+	run lv --dir log2
+	assert_failure
+	assert_output --partial "not signed by example.org/modsign-test"
+	run lv --dir log
+	assert_success
+}
+
+@test "tlog-daemon-refuses-other-keys-checkpoint" {
+	signed 1
+	stop_daemon "$DAEMON_PID"
+	openssl genpkey -algorithm ed25519 -out log.pem 2>/dev/null
+	run "$MODSIGND" --listen "unix:$T/sock" --key default=ephemeral:rsa2048 \
+		--transparency-log "$T/log" --log-key "$T/log.pem" --log-origin example.org/modsign-test
+	assert_failure
+	assert_output --partial "not signed by this log key"
+}
+
+@test "tlog-consistent-with-older-checkpoint" {
+	signed 1
+	cp log/checkpoint old
+	"$C" sign "${MODS[@]:1:2}"
+	run lv --dir log --old old
+	assert_success
+	assert_output --partial "consistent with old"
+}
+
+@test "tlog-forked-log" {
+	# Two logs under one key and origin: two checkpoints of one size.
+	signed 1
+	cp log/checkpoint a
+	stop_daemon "$DAEMON_PID"
+	tlog_daemon "$T/fork"
+	"$C" sign "${MODS[1]}"
+	run lv --dir fork --old a
+	assert_failure
+	assert_output --partial "same size 1, another root: the log forked"
+	# And once the fork has grown past the older checkpoint.
+	"$C" sign "${MODS[2]}"
+	run lv --dir fork --old a
+	assert_failure
+	assert_output --partial "not a prefix of this log: forked or rewritten"
+}
+
+@test "tlog-rolled-back-after-restart" {
+	signed 1
+	cp -a log snapshot
+	"$C" sign "${MODS[1]}"
+	cp log/checkpoint seen   # an auditor's copy
+	stop_daemon "$DAEMON_PID"
+	rm -rf log && mv snapshot log
+	tlog_daemon
+	run lv --dir log --old seen
+	assert_failure
+	assert_output --partial "has 2 entries, the log only 1: rolled back"
+	# Signing on does not hide it: the same size, another root.
+	"$C" sign "${MODS[2]}"
+	run lv --dir log --old seen
+	assert_failure
+	assert_output --partial "the log forked"
+}
+
+# ---- durability -----------------------------------------------------------------
+
+@test "tlog-restart-continues-tree" {
+	signed 2
+	cp log/checkpoint old
+	stop_daemon "$DAEMON_PID"
+	tlog_daemon
+	"$C" sign "${MODS[2]}"
+	[ "$(sed -n 2p log/checkpoint)" = 3 ]
+	run lv --dir log --old old "${MODS[@]:0:3}"
+	assert_success
+}
+
+@test "tlog-torn-tail-cut-on-restart" {
+	signed 2
+	kill -9 "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true
+	# What a commit cut short by kill -9 leaves: tiles past the checkpoint.
+	head -c 160 /dev/urandom >log/tile/0/000.p/5
+	printf '\0\3abc' >log/tile/entries/000.p/3
+	head -c 8192 /dev/urandom >log/tile/0/001
+	tlog_daemon
+	[ ! -e log/tile/0/000.p/5 ] && [ ! -e log/tile/entries/000.p/3 ] && [ ! -e log/tile/0/001 ]
+	"$C" sign "${MODS[2]}"
+	run lv --dir log "${MODS[@]:0:3}"
+	assert_success
+}
+
+@test "tlog-lost-tile-refuses-start" {
+	signed 2
+	stop_daemon "$DAEMON_PID"
+	# Twin: a tile the checkpoint covers is cut: refuse, never serve it.
+	truncate -s 32 log/tile/0/000.p/2
+	run "$MODSIGND" --listen "unix:$T/sock" --key default=ephemeral:rsa2048 \
+		--transparency-log "$T/log" --log-key "$T/log.pem" --log-origin example.org/modsign-test
+	assert_failure
+	assert_output --partial "tile/0/000.p/2: missing or of the wrong size"
+}
+
+@test "tlog-kill9-loses-no-released-signature" {
+	# A key that outlives the daemon, to verify what it released.
+	make_pem_key rsa.pem rsa:2048
+	SIGNING_KEY=$T/rsa.pem
+	tlog_daemon
+	"$C" log vkey >vkey
+	mkdir many
+	for m in $(real_modules 300); do cp "$m" many/; done
+	"$C" strip many/*.ko 2>/dev/null
+	"$C" sign many/*.ko 2>/dev/null &
+	sleep 0.3
+	kill -9 "$DAEMON_PID"
+	wait || true
+	tlog_daemon
+	# Every module that got its signature is in the log.
+	signed_mods=()
+	for m in many/*.ko; do
+		"$C" verify --cert rsa.pem "$m" >/dev/null 2>&1 || continue
+		signed_mods+=("$m")
+	done
+	run lv --dir log "${signed_mods[@]}"
+	assert_success
+	# Past a full tile (256 leaves): Go reads the full and the level-1 tiles.
+	if command -v go >/dev/null; then
+		run go_check log "$(cat vkey)"
+		assert_success
+	fi
+	echo "# ${#signed_mods[@]} released before kill -9, $(sed -n 2p log/checkpoint) in the log" >&3
+	[ "${#signed_mods[@]}" -gt 0 ]
+}
+
+@test "tlog-withheld-when-log-fails" {
+	signed 1
+	# The level-0 tile directory replaced by a file: the next commit fails.
+	rm -rf log/tile/0 && touch log/tile/0
+	run "$C" sign "${MODS[1]}"
+	assert_failure
+	assert_output --partial "transparency log unavailable"
+	# Twin: the module got no signature.
+	run "$C" verify --cert <("$C" cert) "${MODS[1]}"
+	assert_failure
+}
+
+# ---- keys and the online client -------------------------------------------------
+
+@test "tlog-log-key-mode" {
+	chmod 644 log.pem
+	run "$MODSIGND" --listen "unix:$T/sock" --key default=ephemeral:rsa2048 \
+		--transparency-log "$T/log" --log-key "$T/log.pem"
+	assert_failure
+	assert_output --partial "log key"
+	chmod 600 log.pem
+	tlog_daemon
+}
+
+@test "tlog-log-key-not-ed25519" {
+	make_pem_key rsa.pem rsa:2048
+	run "$MODSIGND" --listen "unix:$T/sock" --key default=ephemeral:rsa2048 \
+		--transparency-log "$T/log" --log-key "$T/rsa.pem"
+	assert_failure
+	assert_output --partial "not an Ed25519 key"
+}
+
+@test "tlog-log-origin-invalid" {
+	run "$MODSIGND" --listen "unix:$T/sock" --key default=ephemeral:rsa2048 \
+		--transparency-log "$T/log" --log-key "$T/log.pem" --log-origin "two words"
+	assert_failure
+	assert_output --partial "--log-origin 'two words': a key name"
+	[ ! -e log ]
+}
+
+@test "tlog-vkey-format" {
+	signed 1
+	run "$C" log vkey
+	assert_output --regexp '^example.org/modsign-test\+[0-9a-f]{8}\+[A-Za-z0-9+/]{44}$'
+	# The same key as the file's: Ed25519 public key after the 0x01.
+	want=$(openssl pkey -in log.pem -pubout -outform DER | tail -c 32 | base64)
+	got=$(cut -d+ -f3- vkey | base64 -d | tail -c 32 | base64)
+	assert_equal "$got" "$want"
+}
+
+@test "tlog-online-verify" {
+	signed 2
+	run "$C" log verify
+	assert_success
+	assert_output --partial "OK, 2 entries, every tile checked (online)"
+	# The modules and an older checkpoint, against the daemon alone.
+	cp log/checkpoint old
+	"$C" sign "${MODS[2]}"
+	run lv --old old "${MODS[@]:0:3}"
+	assert_success
+	assert_output --partial "${MODS[2]}: in the log, entry 2"
+	assert_output --partial "every tile checked (online), consistent with old"
+	# Twin: against another log's verifier key.
+	run "$C" log verify --vkey "example.org/modsign-test+00000000+AQ$(head -c 32 /dev/zero | base64 | cut -c2-)"
+	assert_failure
+}
+
+@test "tlog-online-tampered-tile" {
+	signed 3
+	# What the daemon serves is checked as a copy is.
+	bundle swap 0 2
+	run lv
+	assert_failure
+	assert_output --partial "entry 0: says index 2"
+}
+
+# The log op serves tiles only: no other name, no symbolic link.
+@test "tlog-online-serves-tiles-only" {
+	signed 3
+	ln -s "$T/log.pem" log/tile/0/000.p/7
+	run python3 - "$T/sock" <<'PY'
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+for p in ["tile/0/../../log.pem", "checkpoint", "tile/0/000.p/7", "tile/0/000.p/3"]:
+    req = json.dumps({"v": 1, "id": 7, "op": "log", "path": p}).encode()
+    s.sendall(struct.pack(">I", len(req)) + req)
+    n = struct.unpack(">I", s.recv(4))[0]
+    b = b""
+    while len(b) < n: b += s.recv(n - len(b))
+    r = json.loads(b)
+    print(p, r.get("error") or r.get("size"))
+PY
+	assert_line "tile/0/../../log.pem not a tile path"
+	assert_line "checkpoint not a tile path"
+	assert_line "tile/0/000.p/7 Too many levels of symbolic links"
+	assert_line "tile/0/000.p/3 96"
+}
+
+# ---- the independent implementation ----------------------------------------------
+
+@test "tlog-go-crosscheck" {
+	command -v go >/dev/null || skip "golang-go not installed (tests/install-deps.sh)"
+	signed 2
+	cp log/checkpoint old
+	"$C" sign "${MODS[@]:2:2}"
+	# Our proofs too: four inclusions and the consistency with old.
+	lv --dir log --old old --proofs proofs "${MODS[@]}"
+	run go_check log "$(cat vkey)" old proofs
+	assert_success
+	assert_output "OK 4
+proofs OK 5"
+}
+
+@test "tlog-go-crosscheck-twin-bad-proof" {
+	command -v go >/dev/null || skip "golang-go not installed (tests/install-deps.sh)"
+	signed 3
+	lv --dir log --proofs proofs "${MODS[1]}"
+	# One hash of our inclusion proof changed.
+	python3 -c 'import sys,base64; f=open(sys.argv[1]).read().split(); h=bytearray(base64.b64decode(f[3])); h[0]^=1; f[3]=base64.b64encode(h).decode(); open(sys.argv[1],"w").write(" ".join(f)+"\n")' proofs
+	run go_check log "$(cat vkey)" - proofs
+	assert_failure
+	assert_output --regexp "FAIL our inclusion proof [0-2]/3"
+}
+
+@test "tlog-go-crosscheck-twin-edited" {
+	command -v go >/dev/null || skip "golang-go not installed (tests/install-deps.sh)"
+	signed 3
+	bundle edit 2
+	run go_check log "$(cat vkey)"
+	assert_failure
+	assert_output --partial "differs from the checkpoint"
+}
+
+@test "tlog-go-crosscheck-twin-other-key" {
+	command -v go >/dev/null || skip "golang-go not installed (tests/install-deps.sh)"
+	signed 1
+	stop_daemon "$DAEMON_PID"
+	start_daemon "$T/sock" --key default=ephemeral:rsa2048 --transparency-log "$T/log" \
+		--log-key ephemeral --log-origin example.org/modsign-test
+	run go_check log "$(cat vkey)"
+	assert_failure
+	assert_output --partial "no verifiable signatures"
+}
