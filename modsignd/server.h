@@ -36,7 +36,7 @@
 #define SERVER_DEFAULT_IDLE_TIMEOUT 60
 /* Requests one connection may have queued for signing at once; past it we
  * stop reading from that connection until replies drain. */
-#define SERVER_MAX_INFLIGHT 64
+#define SERVER_MAX_INFLIGHT 128
 /* Bytes of a log tile per "log" reply: its base64 fits a frame. */
 #define SERVER_LOG_CHUNK (32u * 1024)
 /* Unsent reply bytes after which we stop reading a connection. */
