@@ -470,3 +470,36 @@ proofs OK 5"
 	assert_failure
 	assert_output --partial "no verifiable signatures"
 }
+
+# The distribution flow (issue 19): a detached signature is logged like any
+# other, and the module it is later attached to is found in the log.
+@test "tlog-detached-then-attached-in-log" {
+	SIGNING_KEY=$T/k.pem
+	make_pem_key k.pem rsa:2048
+	tlog_daemon
+	"$C" log vkey >vkey
+	mkdir rebuilt && cp "${MODS[@]:0:2}" rebuilt/
+	"$C" sign --detached sigs "${MODS[@]:0:2}"
+	cmp "${MODS[0]}" "rebuilt/${MODS[0]}" # sign --detached left it alone
+	"$C" attach --from sigs --cert k.pem.crt --recursive rebuilt
+	run lv --dir log rebuilt/*.ko
+	assert_success
+	assert_output --partial "rebuilt/${MODS[1]}: in the log, entry"
+	assert_output --partial "OK, 2 entries"
+}
+
+@test "tlog-attached-signature-not-logged-not-in-log" {
+	# Twin: the same key's signature made outside the daemon (sign-file -d
+	# with the key file), attached: a valid module, but not in the log.
+	SIGNING_KEY=$T/k.pem
+	make_pem_key k.pem rsa:2048
+	tlog_daemon
+	"$C" log vkey >vkey
+	"$C" sign "${MODS[0]}"
+	"$FIX/sign-file" -d sha256 k.pem k.pem.crt "${MODS[1]}"
+	"$C" attach --from . --cert k.pem.crt "${MODS[1]}"
+	"$C" verify --cert k.pem.crt "${MODS[1]}"
+	run lv --dir log "${MODS[1]}"
+	assert_failure
+	assert_output --partial "${MODS[1]}: NOT in the log"
+}
