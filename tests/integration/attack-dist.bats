@@ -54,3 +54,96 @@ teardown() { case_teardown; }
 	assert_success
 	"$C" verify --cert rsa.pem.crt $(find rebuilt -name '*.ko')
 }
+
+# ---- 2. a server of the pool that trickles its replies --------------------
+# trickle_proxy SOCK DELAY CHUNK: a server at SOCK that passes each request
+# to the real daemon and sends each reply back CHUNK bytes at a time,
+# DELAY seconds apart (one byte every 0.5 s: a frame never stalls for a
+# whole --stall-timeout, yet never ends).  Counts the replies it began in
+# $T/proxy.count.
+trickle_proxy() {
+	cat >"$T/proxy.py" <<'PY'
+import os, socket, struct, sys, threading, time
+path, daemon, delay, chunk = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+count = os.path.join(os.path.dirname(path), "proxy.count")
+lock = threading.Lock()
+n = 0
+def read_frame(s):
+    h = b""
+    while len(h) < 4:
+        b = s.recv(4 - len(h))
+        if not b:
+            return None
+        h += b
+    ln = struct.unpack(">I", h)[0]
+    d = b""
+    while len(d) < ln:
+        b = s.recv(ln - len(d))
+        if not b:
+            return None
+        d += b
+    return h + d
+def serve(c):
+    global n
+    up = socket.socket(socket.AF_UNIX)
+    up.connect(daemon)
+    def pump():
+        while True:
+            f = read_frame(c)
+            if f is None:
+                return
+            up.sendall(f)
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        while True:
+            f = read_frame(up)
+            if f is None:
+                return
+            with lock:
+                n += 1
+                open(count, "w").write(str(n))
+            for i in range(0, len(f), chunk):
+                c.sendall(f[i:i + chunk])
+                time.sleep(delay)
+    except OSError:
+        pass
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(8)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+	python3 "$T/proxy.py" "$1" "$T/sock" "$2" "$3" 3>&- &
+	PROXY=$!
+	DAEMON_PIDS+=("$PROXY")
+	local i
+	for i in $(seq 50); do [ -S "$1" ] && return 0; sleep 0.1; done
+	return 1
+}
+
+@test "pool-trickling-server-dropped-batch-completes" {
+	# Before: the client read the trickled frame to its end in one call,
+	# each byte restarting the socket's timeout: the whole batch waited on
+	# that server, and the stall timeout never fired.
+	trickle_proxy "$T/slow.sock" 0.5 1
+	run timeout "$BOUND" "$C" --server "unix:$T/slow.sock" --server "unix:$T/sock" \
+		--stall-timeout 1 sign --recursive tree
+	refute [ "$status" -eq 124 ]
+	assert_success
+	assert_output --partial "unix:$T/slow.sock: "
+	assert_output --partial "sent to the other server"
+	"$C" verify --cert rsa.pem.crt $(find tree -name '*.ko')
+}
+
+@test "pool-twin-reply-in-two-pieces-used" {
+	# A reply split in two with a pause shorter than the stall timeout is a
+	# reply, not a stall: that server signs its share.
+	trickle_proxy "$T/slow.sock" 0.3 200
+	run timeout "$BOUND" "$C" --server "unix:$T/slow.sock" --server "unix:$T/sock" \
+		--stall-timeout 2 sign --recursive tree
+	assert_success
+	refute_output --partial "sent to the other server"
+	[ "$(cat proxy.count)" -ge 1 ]
+	"$C" verify --cert rsa.pem.crt $(find tree -name '*.ko')
+}
