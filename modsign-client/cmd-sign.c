@@ -243,6 +243,8 @@ struct batch {
 	struct progress prog;
 	bool ended;          /* conn_end_requests() said */
 	char why[512];       /* why the last connection was lost */
+	bool pinned;         /* signer holds the batch's key */
+	char signer[2 * DIGEST_MAX_LEN + 1]; /* its cert_sha256 */
 };
 
 static bool batch_take(struct batch *b, size_t *ret)
@@ -274,6 +276,29 @@ static bool error_elsewhere(json_object *reply)
 
 	return strncmp(e, "signing with key ", 17) == 0 ||
 	       strncmp(e, "audit log unavailable", 21) == 0;
+}
+
+/*
+ * A batch signs with one key: the first signature's, unless sign-file
+ * named the certificate (check_signer()).  Servers of a pool that each
+ * made their own key (ephemeral:), or one given the wrong key file, would
+ * otherwise sign a batch with several, and a kernel that embeds one
+ * certificate refuses part of it.  A reply without the fingerprint
+ * matches only another without it.
+ */
+static bool batch_same_signer(struct batch *b, json_object *reply)
+{
+	const char *fp = NULL;
+	bool ok = false;
+
+	if (b->o->expect_cert || proto_get_bool(reply, "ok", &ok) < 0 || !ok)
+		return true;
+	proto_get_string(reply, "cert_sha256", 2 * DIGEST_MAX_LEN, true, &fp);
+	if (!b->pinned) {
+		snprintf(b->signer, sizeof(b->signer), "%s", fp ?: "");
+		b->pinned = true;
+	}
+	return strcmp(fp ?: "", b->signer) == 0;
 }
 
 /* Close connection @i; its outstanding items go back to the queue. */
@@ -352,6 +377,8 @@ static void batch_reply(struct batch *b, size_t i)
 	}
 	it = &b->items[id - 1];
 	pool_replied(&b->pool, i);
+	if (!batch_same_signer(b, reply)) /* it goes back too */
+		return batch_lose(b, i, "signs with another key than the first reply");
 	if (b->pool.live > 1 && error_elsewhere(reply))
 		return batch_lose(b, i, reply_error(reply)); /* it goes back too */
 	it->on = 0;

@@ -147,3 +147,33 @@ PY
 	[ "$(cat proxy.count)" -ge 1 ]
 	"$C" verify --cert rsa.pem.crt $(find tree -name '*.ko')
 }
+
+# ---- 3. servers of the pool that sign with different keys ----------------
+# Hosts that each make their own key (ephemeral:, the recommended kind),
+# or one host given the wrong key file: a batch spread over them came out
+# signed by both keys, exit 0, and a kernel that embeds one certificate
+# refuses part of its modules.
+
+# all_by CERT: every module of tree/ verifies with CERT.
+all_by() { "$C" verify --cert "$1" $(find tree -name '*.ko') >/dev/null 2>&1; }
+
+@test "pool-servers-with-different-keys-never-mixed" {
+	start_daemon "$T/sock2" --key default=ephemeral:rsa2048
+	"$C" --server "unix:$T/sock2" cert >other.pem
+	run timeout "$BOUND" "$C" --server "unix:$T/sock" --server "unix:$T/sock2" \
+		sign --recursive tree
+	refute [ "$status" -eq 124 ]
+	assert_success
+	assert_output --partial "signs with another key than the first reply"
+	all_by rsa.pem.crt || all_by other.pem
+}
+
+@test "pool-twin-servers-with-the-same-key-both-used" {
+	start_daemon "$T/sock2" --key "default=$T/rsa.pem" --audit-log "$T/audit2.log"
+	run timeout "$BOUND" "$C" --server "unix:$T/sock" --server "unix:$T/sock2" \
+		sign --recursive tree
+	assert_success
+	assert_output ""
+	[ "$(grep -c '"result":"ok"' audit2.log)" -ge 1 ]
+	all_by rsa.pem.crt
+}
