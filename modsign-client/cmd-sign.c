@@ -656,8 +656,8 @@ int cmd_sign_file(const struct global *g, int argc, char **argv)
 	if (i < 0)
 		return EXIT_USAGE;
 	if (argc - i < 4 || argc - i > 5) {
-		warn_msg("usage: sign-file [-dpk] <hash> <key> <x509> <module> [<dest>]\n"
-			 "       sign-file -s <raw sig> <hash> <x509> <module> [<dest>]");
+		warn_msg("usage: sign-file [-dpk] <hash> <key> <x509> <module> [<dest>]");
+		warn_msg("usage: sign-file -s <raw sig> <hash> <x509> <module> [<dest>]");
 		return EXIT_USAGE;
 	}
 	if (argc - i == 5 && strcmp(argv[i + 3], argv[i + 4]) != 0)

@@ -177,3 +177,29 @@ all_by() { "$C" verify --cert "$1" $(find tree -name '*.ko') >/dev/null 2>&1; }
 	[ "$(grep -c '"result":"ok"' audit2.log)" -ge 1 ]
 	all_by rsa.pem.crt
 }
+
+# ---- 4. a module name with a newline or an escape sequence ---------------
+# Whoever can name a file in a tree root signs or attaches (--recursive)
+# chose what root's terminal and build log showed: a newline let a name
+# print a line of its own ("modsign-client: ... OK"), an ESC sequence
+# could rewrite the terminal.
+
+@test "module-name-with-newline-stays-one-line" {
+	local evil=$'kernel/fs/x\nmodsign-client: all modules attached\e[2J.ko'
+	"$C" sign --detached sigs --recursive tree
+	cp -a pristine rebuilt
+	cp pristine/kernel/fs/a.ko "rebuilt/$evil"
+	run timeout "$BOUND" "$C" attach --from sigs --cert rsa.pem.crt --recursive rebuilt
+	assert_failure 1
+	assert_equal "${#lines[@]}" 1
+	assert_output 'modsign-client: sigs/kernel/fs/x\x0amodsign-client: all modules attached\x1b[2J.ko.p7s: cannot read signature: No such file or directory'
+}
+
+@test "module-name-twin-plain-utf8-name-printed-as-is" {
+	"$C" sign --detached sigs --recursive tree
+	cp -a pristine rebuilt
+	cp pristine/kernel/fs/a.ko "rebuilt/kernel/fs/é b.ko"
+	run timeout "$BOUND" "$C" attach --from sigs --cert rsa.pem.crt --recursive rebuilt
+	assert_failure 1
+	assert_output "modsign-client: sigs/kernel/fs/é b.ko.p7s: cannot read signature: No such file or directory"
+}
