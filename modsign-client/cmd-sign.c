@@ -486,6 +486,44 @@ static int item_sig_path(const struct sign_opts *o, struct item *it)
 	return r == -ENOMEM ? r : 0;
 }
 
+static int cmp_sig_path(const void *a, const void *b)
+{
+	const struct item *x = *(struct item *const *)a, *y = *(struct item *const *)b;
+	int c = strcmp(x->p7s, y->p7s);
+
+	return c ? c : (x > y) - (x < y); /* the first given first */
+}
+
+/*
+ * Two modules whose signatures would go to one file (two --recursive
+ * trees with the same layout, a module named twice): the first given
+ * keeps it, the others are named and left out, so that no signature file
+ * is written twice and none holds another module's signature.
+ */
+static int refuse_shared_sig_paths(struct item *items, size_t n)
+{
+	_cleanup_(freep) struct item **v = calloc(n ?: 1, sizeof(*v));
+	const struct item *first = NULL;
+	size_t k = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (items[i].p7s && !items[i].done)
+			v[k++] = &items[i];
+	qsort(v, k, sizeof(*v), cmp_sig_path);
+	for (size_t i = 0; i < k; i++) {
+		if (!first || strcmp(first->p7s, v[i]->p7s) != 0) {
+			first = v[i];
+			continue;
+		}
+		warn_msg("%s: its signature would go where %s's goes (%s); not signed",
+			 v[i]->path, first->path, v[i]->p7s);
+		v[i]->done = true;
+	}
+	return 0;
+}
+
 /* Signs every path of @paths in one batch; 0 if all were signed. */
 static int sign_paths(const struct global *g, const struct sign_opts *o,
 		      const struct pathlist *paths)
@@ -499,6 +537,8 @@ static int sign_paths(const struct global *g, const struct sign_opts *o,
 		items[i] = (struct item){ .path = paths->v[i], .m.fd = -1 };
 		r = item_sig_path(o, &items[i]);
 	}
+	if (r >= 0)
+		r = refuse_shared_sig_paths(items, paths->n);
 	if (r >= 0)
 		r = run_sign(g, o, items, paths->n, false);
 	for (size_t i = 0; i < paths->n; i++)

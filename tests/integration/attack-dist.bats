@@ -203,3 +203,31 @@ all_by() { "$C" verify --cert "$1" $(find tree -name '*.ko') >/dev/null 2>&1; }
 	assert_failure 1
 	assert_output "modsign-client: sigs/kernel/fs/é b.ko.p7s: cannot read signature: No such file or directory"
 }
+
+# ---- 5. two modules, one signature file ----------------------------------
+# Two --recursive trees with the same layout (or one module named twice)
+# map to the same place in the signature tree: the second signature was
+# written over the first, exit 0, and the tree then held one module's
+# signature under the other's name.
+
+@test "detached-two-modules-one-signature-path-refused" {
+	mkdir -p A/kernel B/kernel
+	cp pristine/kernel/fs/a.ko A/kernel/x.ko
+	cp pristine/kernel/fs/b.ko B/kernel/x.ko
+	run "$C" sign --detached sigs --recursive A --recursive B
+	assert_failure 1
+	assert_output "modsign-client: B/kernel/x.ko: its signature would go where A/kernel/x.ko's goes (sigs/kernel/x.ko.p7s); not signed"
+	cp -a A rebuilt
+	"$C" attach --from sigs --cert rsa.pem.crt --recursive rebuilt
+	"$C" verify --cert rsa.pem.crt rebuilt/kernel/x.ko
+}
+
+@test "detached-twin-two-trees-distinct-paths-both-signed" {
+	mkdir -p A/kernel B/kernel
+	cp pristine/kernel/fs/a.ko A/kernel/x.ko
+	cp pristine/kernel/fs/b.ko B/kernel/y.ko
+	run "$C" sign --detached sigs --recursive A --recursive B
+	assert_success
+	assert_output ""
+	[ -f sigs/kernel/x.ko.p7s ] && [ -f sigs/kernel/y.ko.p7s ]
+}
