@@ -27,11 +27,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "certfp.h"
+#include "cert.h"
 #include "client.h"
 #include "commands.h"
 #include "modfile.h"
 #include "paths.h"
+#include "pkcs7.h"
 #include "pool.h"
 #include "util.h"
 
@@ -42,6 +43,8 @@ struct sign_opts {
 	const struct digest *md;
 	bool use_keyid;
 	char *expect_cert;   /* sign-file: SHA-256 of the certificate kbuild embeds */
+	X509 *cert;          /* sign-file: that certificate, each signature
+			      * returned is verified with */
 	const char *expect_path;
 	bool sign_only;      /* sign-file -d, sign --detached: the signature
 			      * alone, the module untouched */
@@ -193,6 +196,13 @@ static void item_finish(const struct sign_opts *o, struct item *it,
 		   base64_decode(b64, &sig, &len) < 0 || len == 0 || len > MODSIG_MAX_SIG) {
 		warn_msg("%s: malformed signature from modsignd", it->path);
 		r = -EBADMSG;
+	} else if (o->cert && pkcs7_verify_digest(sig, len, o->cert, o->md, it->digest,
+						  it->digest_len) < 0) {
+		/* A server of the pool that answers for another module, or
+		 * with a signature that does not verify. */
+		warn_msg("%s: the signature from modsignd does not match the module; not signed",
+			 it->path);
+		r = -EKEYREJECTED;
 	} else if ((r = it->prep_err) < 0) {
 		warn_write(it->dest ?: it->path, r, it->prep_why);
 	} else {
@@ -635,9 +645,14 @@ static int expect_cert(struct sign_opts *o, const char *path)
 {
 	int r = cert_file_fingerprint(path, &o->expect_cert);
 
+	if (r >= 0)
+		r = cert_load_file(path, &o->cert);
 	o->expect_path = path;
-	if (r < 0)
+	if (r < 0) {
 		warn_cert(path, r);
+		free(o->expect_cert);
+		o->expect_cert = NULL;
+	}
 	return r;
 }
 
@@ -715,6 +730,7 @@ int cmd_sign_file(const struct global *g, int argc, char **argv)
 	r = item_sig_path(&o, &it) < 0 ? 1 : run_sign(g, &o, &it, 1, true);
 	free(it.p7s);
 	free(o.expect_cert);
+	X509_free(o.cert);
 	return r;
 }
 
@@ -741,5 +757,6 @@ int sign_file_paths(const struct global *g, int argc, char **argv,
 	r = sign_file_check_key(g, o.key, o.expect_cert, argv[i + 2]) < 0 ?
 		    1 : sign_paths(g, &o, paths);
 	free(o.expect_cert);
+	X509_free(o.cert);
 	return r;
 }

@@ -56,15 +56,18 @@ teardown() { case_teardown; }
 }
 
 # ---- 2. a server of the pool that trickles its replies --------------------
-# trickle_proxy SOCK DELAY CHUNK: a server at SOCK that passes each request
+# trickle_proxy SOCK DELAY CHUNK [replay]: a server at SOCK that passes each request
 # to the real daemon and sends each reply back CHUNK bytes at a time,
 # DELAY seconds apart (one byte every 0.5 s: a frame never stalls for a
 # whole --stall-timeout, yet never ends).  Counts the replies it began in
-# $T/proxy.count.
+# $T/proxy.count.  With replay, every reply carries the signature of
+# the first (a server of the pool that answers for another module).
 trickle_proxy() {
 	cat >"$T/proxy.py" <<'PY'
-import os, socket, struct, sys, threading, time
+import json, os, socket, struct, sys, threading, time
 path, daemon, delay, chunk = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+replay = len(sys.argv) > 5 and sys.argv[5] == "replay"
+saved = []
 count = os.path.join(os.path.dirname(path), "proxy.count")
 lock = threading.Lock()
 n = 0
@@ -102,6 +105,13 @@ def serve(c):
             with lock:
                 n += 1
                 open(count, "w").write(str(n))
+                msg = json.loads(f[4:])
+                if replay and "signature" in msg:
+                    # every module gets the first module's signature
+                    saved.append(msg["signature"])
+                    msg["signature"] = saved[0]
+                    body = json.dumps(msg).encode()
+                    f = struct.pack(">I", len(body)) + body
             for i in range(0, len(f), chunk):
                 c.sendall(f[i:i + chunk])
                 time.sleep(delay)
@@ -114,7 +124,7 @@ while True:
     c, _ = s.accept()
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 PY
-	python3 "$T/proxy.py" "$1" "$T/sock" "$2" "$3" 3>&- &
+	python3 "$T/proxy.py" "$1" "$T/sock" "$2" "$3" ${4:-} 3>&- &
 	PROXY=$!
 	DAEMON_PIDS+=("$PROXY")
 	local i
@@ -230,4 +240,40 @@ all_by() { "$C" verify --cert "$1" $(find tree -name '*.ko') >/dev/null 2>&1; }
 	assert_success
 	assert_output ""
 	[ -f sigs/kernel/x.ko.p7s ] && [ -f sigs/kernel/y.ko.p7s ]
+}
+
+# ---- 6. a server that answers with another module's signature -----------
+# A compromised or broken server of the pool replies to each request with
+# the signature it made for the first: sign-file wrote each module with a
+# signature of another, exit 0, and the kernel refused them at load.
+
+@test "pool-reply-with-another-modules-signature-refused" {
+	trickle_proxy "$T/replay.sock" 0 1048576 replay
+	find tree -name '*.ko' | sort >list
+	run timeout "$BOUND" "$C" --server "unix:$T/replay.sock" \
+		sign-file --batch sha256 modsign:default rsa.pem.crt <list
+	refute [ "$status" -eq 124 ]
+	assert_failure 1
+	# The first reply's module got its own signature; the two others are
+	# named and untouched (which is first is the daemon's order).
+	assert_equal "$(grep -c ': the signature from modsignd does not match the module; not signed$' <<<"$output")" 2
+	local m signed=0
+	for m in $(cat list); do
+		if grep -qF "$m: the signature" <<<"$output"; then
+			cmp "pristine/${m#tree/}" "$m"
+		else
+			"$C" verify --cert rsa.pem.crt "$m"
+			signed=$((signed + 1))
+		fi
+	done
+	assert_equal "$signed" 1
+}
+
+@test "pool-twin-honest-proxy-signs-all" {
+	trickle_proxy "$T/replay.sock" 0 1048576
+	find tree -name '*.ko' | sort >list
+	run timeout "$BOUND" "$C" --server "unix:$T/replay.sock" \
+		sign-file --batch sha256 modsign:default rsa.pem.crt <list
+	assert_success
+	"$C" verify --cert rsa.pem.crt $(cat list)
 }
