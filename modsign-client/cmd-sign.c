@@ -311,6 +311,24 @@ static bool batch_same_signer(struct batch *b, json_object *reply)
 	return strcmp(fp ?: "", b->signer) == 0;
 }
 
+/* Whether a signature in @reply verifies over @it's digest with
+ * sign-file's certificate; true when there is nothing to check here (no
+ * certificate, a refusal, a malformed reply: item_finish() says). */
+static bool reply_verifies(const struct sign_opts *o, const struct item *it,
+			   json_object *reply)
+{
+	_cleanup_(freep) uint8_t *sig = NULL;
+	const char *b64 = NULL;
+	bool ok = false;
+	size_t len = 0;
+
+	if (!o->cert || proto_get_bool(reply, "ok", &ok) < 0 || !ok ||
+	    proto_get_string(reply, "signature", PROTO_MAX_FRAME, true, &b64) < 0 ||
+	    base64_decode(b64, &sig, &len) < 0 || len == 0 || len > MODSIG_MAX_SIG)
+		return true;
+	return pkcs7_verify_digest(sig, len, o->cert, o->md, it->digest, it->digest_len) == 0;
+}
+
 /* Close connection @i; its outstanding items go back to the queue. */
 static void batch_lose(struct batch *b, size_t i, const char *why)
 {
@@ -389,6 +407,8 @@ static void batch_reply(struct batch *b, size_t i)
 	pool_replied(&b->pool, i);
 	if (!batch_same_signer(b, reply)) /* it goes back too */
 		return batch_lose(b, i, "signs with another key than the first reply");
+	if (b->pool.live > 1 && !reply_verifies(b->o, it, reply))
+		return batch_lose(b, i, "its signature does not match the module");
 	if (b->pool.live > 1 && error_elsewhere(reply))
 		return batch_lose(b, i, reply_error(reply)); /* it goes back too */
 	it->on = 0;

@@ -277,3 +277,16 @@ all_by() { "$C" verify --cert "$1" $(find tree -name '*.ko') >/dev/null 2>&1; }
 	assert_success
 	"$C" verify --cert rsa.pem.crt $(cat list)
 }
+
+@test "pool-reply-with-another-modules-signature-server-dropped" {
+	# With another server in the pool, the one that answered for another
+	# module is dropped and its requests signed elsewhere: the batch
+	# completes, every module with its own signature.
+	trickle_proxy "$T/replay.sock" 0 1048576 replay
+	find tree -name '*.ko' | sort >list
+	run timeout "$BOUND" "$C" --server "unix:$T/replay.sock" --server "unix:$T/sock" \
+		sign-file --batch sha256 modsign:default rsa.pem.crt <list
+	assert_success
+	assert_output --partial "unix:$T/replay.sock: its signature does not match the module"
+	"$C" verify --cert rsa.pem.crt $(cat list)
+}
