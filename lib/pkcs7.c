@@ -136,16 +136,17 @@ static int verify_raw(X509 *cert, const EVP_MD *md, const uint8_t *digest,
 	return 0;
 }
 
-int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
-			int fd, size_t body_len, const char **ret_hash)
+/* Parse @der and check everything but the signature value: one signer,
+ * @cert's, no signed attributes, a hash we accept (*@ret_md). */
+static int open_signer(const uint8_t *der, size_t der_len, X509 *cert,
+		       CMS_ContentInfo **ret_cms, CMS_SignerInfo **ret_si,
+		       const struct digest **ret_md, const char **ret_hash)
 {
 	_cleanup_(CMS_ContentInfo_freep) CMS_ContentInfo *cms = NULL;
 	const unsigned char *p = der;
-	uint8_t digest[DIGEST_MAX_LEN];
 	X509_ALGOR *digalg = NULL;
 	CMS_SignerInfo *si;
 	const struct digest *md;
-	size_t digest_len;
 	int r;
 
 	cms = d2i_CMS_ContentInfo(NULL, &p, (long)der_len);
@@ -167,9 +168,46 @@ int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
 		return -EPROTO;
 	if (CMS_SignerInfo_cert_cmp(si, cert) != 0)
 		return -ENOKEY;
+	*ret_si = si;
+	*ret_md = md;
+	*ret_cms = TAKE_PTR(cms);
+	return 0;
+}
+
+int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
+			int fd, size_t body_len, const char **ret_hash)
+{
+	_cleanup_(CMS_ContentInfo_freep) CMS_ContentInfo *cms = NULL;
+	uint8_t digest[DIGEST_MAX_LEN];
+	CMS_SignerInfo *si;
+	const struct digest *md;
+	size_t digest_len;
+	int r;
+
+	r = open_signer(der, der_len, cert, &cms, &si, &md, ret_hash);
+	if (r < 0)
+		return r;
 	r = digest_fd(fd, body_len, md, digest, &digest_len);
 	if (r < 0)
 		return r;
+	r = verify_raw(cert, digest_evp(md), digest, digest_len, si);
+	ERR_clear_error();
+	return r;
+}
+
+int pkcs7_verify_digest(const uint8_t *der, size_t der_len, X509 *cert,
+			const struct digest *md, const uint8_t *digest, size_t digest_len)
+{
+	_cleanup_(CMS_ContentInfo_freep) CMS_ContentInfo *cms = NULL;
+	const struct digest *used;
+	CMS_SignerInfo *si;
+	int r;
+
+	r = open_signer(der, der_len, cert, &cms, &si, &used, NULL);
+	if (r < 0)
+		return r;
+	if (used != md)
+		return -ENOPKG;
 	r = verify_raw(cert, digest_evp(md), digest, digest_len, si);
 	ERR_clear_error();
 	return r;

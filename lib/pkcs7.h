@@ -49,4 +49,11 @@ int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const struct digest *md,
 int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
 			int fd, size_t body_len, const char **ret_hash);
 
+/*
+ * The same checks over a digest already made with @md (a signature just
+ * returned for it): -ENOPKG also when the signature is not made with @md.
+ */
+int pkcs7_verify_digest(const uint8_t *der, size_t der_len, X509 *cert,
+			const struct digest *md, const uint8_t *digest, size_t digest_len);
+
 #endif

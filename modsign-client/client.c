@@ -5,6 +5,7 @@
  * them; the connection they describe; the one-line messages.  main.c
  * runs the command they precede.
  */
+#define _GNU_SOURCE /* vasprintf */
 #include <errno.h>
 #include <libgen.h>
 #include <stdarg.h>
@@ -50,14 +51,27 @@ static void usage(FILE *f)
 		"  --tls-cert FILE  our client certificate; --tls-key FILE its key\n");
 }
 
+/* One line whatever the names in it: a file name is anyone's who can
+ * create one in a tree we walk, so its control bytes (a newline, an ESC
+ * sequence) are shown as \xHH, never passed to the terminal or the log. */
 void warn_msg(const char *fmt, ...)
 {
+	_cleanup_(freep) char *msg = NULL;
 	va_list ap;
+	int n;
 
-	fputs("modsign-client: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	n = vasprintf(&msg, fmt, ap);
 	va_end(ap);
+	fputs("modsign-client: ", stderr);
+	for (const char *p = n < 0 ? "out of memory" : msg; *p; p++) {
+		unsigned char ch = (unsigned char)*p;
+
+		if (ch < 0x20 || ch == 0x7f)
+			fprintf(stderr, "\\x%02x", ch);
+		else
+			fputc(ch, stderr);
+	}
 	fputc('\n', stderr);
 }
 

@@ -51,11 +51,12 @@ static void warn_verify(const struct attach_opts *o, const char *module, int r)
 }
 
 /* The signature file: a regular file, not through a link, at most what a
- * module trailer can hold. */
+ * module trailer can hold.  O_NONBLOCK: a FIFO planted in the tree is
+ * refused as not a regular file instead of holding the open for ever. */
 static int read_sig(const char *path, uint8_t **ret, size_t *ret_len)
 {
 	char *buf = NULL;
-	int r = read_file(path, MODSIG_MAX_SIG, O_NOFOLLOW, &buf, ret_len);
+	int r = read_file(path, MODSIG_MAX_SIG, O_NOFOLLOW | O_NONBLOCK, &buf, ret_len);
 
 	if (r == 0 && *ret_len == 0) {
 		free(buf);

@@ -27,11 +27,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "certfp.h"
+#include "cert.h"
 #include "client.h"
 #include "commands.h"
 #include "modfile.h"
 #include "paths.h"
+#include "pkcs7.h"
 #include "pool.h"
 #include "util.h"
 
@@ -48,6 +49,8 @@ struct sign_opts {
 	const struct digest *md;
 	bool use_keyid;
 	char *expect_cert;   /* sign-file: SHA-256 of the certificate kbuild embeds */
+	X509 *cert;          /* sign-file: that certificate, each signature
+			      * returned is verified with */
 	const char *expect_path;
 	bool sign_only;      /* sign-file -d, sign --detached: the signature
 			      * alone, the module untouched */
@@ -199,6 +202,13 @@ static void item_finish(const struct sign_opts *o, struct item *it,
 		   base64_decode(b64, &sig, &len) < 0 || len == 0 || len > MODSIG_MAX_SIG) {
 		warn_msg("%s: malformed signature from modsignd", it->path);
 		r = -EBADMSG;
+	} else if (o->cert && pkcs7_verify_digest(sig, len, o->cert, o->md, it->digest,
+						  it->digest_len) < 0) {
+		/* A server of the pool that answers for another module, or
+		 * with a signature that does not verify. */
+		warn_msg("%s: the signature from modsignd does not match the module; not signed",
+			 it->path);
+		r = -EKEYREJECTED;
 	} else if ((r = it->prep_err) < 0) {
 		warn_write(it->dest ?: it->path, r, it->prep_why);
 	} else {
@@ -249,6 +259,8 @@ struct batch {
 	struct progress prog;
 	bool ended;          /* conn_end_requests() said */
 	char why[512];       /* why the last connection was lost */
+	bool pinned;         /* signer holds the batch's key */
+	char signer[2 * DIGEST_MAX_LEN + 1]; /* its cert_sha256 */
 };
 
 static bool batch_take(struct batch *b, size_t *ret)
@@ -280,6 +292,47 @@ static bool error_elsewhere(json_object *reply)
 
 	return strncmp(e, "signing with key ", 17) == 0 ||
 	       strncmp(e, "audit log unavailable", 21) == 0;
+}
+
+/*
+ * A batch signs with one key: the first signature's, unless sign-file
+ * named the certificate (check_signer()).  Servers of a pool that each
+ * made their own key (ephemeral:), or one given the wrong key file, would
+ * otherwise sign a batch with several, and a kernel that embeds one
+ * certificate refuses part of it.  A reply without the fingerprint
+ * matches only another without it.
+ */
+static bool batch_same_signer(struct batch *b, json_object *reply)
+{
+	const char *fp = NULL;
+	bool ok = false;
+
+	if (b->o->expect_cert || proto_get_bool(reply, "ok", &ok) < 0 || !ok)
+		return true;
+	proto_get_string(reply, "cert_sha256", 2 * DIGEST_MAX_LEN, true, &fp);
+	if (!b->pinned) {
+		snprintf(b->signer, sizeof(b->signer), "%s", fp ?: "");
+		b->pinned = true;
+	}
+	return strcmp(fp ?: "", b->signer) == 0;
+}
+
+/* Whether a signature in @reply verifies over @it's digest with
+ * sign-file's certificate; true when there is nothing to check here (no
+ * certificate, a refusal, a malformed reply: item_finish() says). */
+static bool reply_verifies(const struct sign_opts *o, const struct item *it,
+			   json_object *reply)
+{
+	_cleanup_(freep) uint8_t *sig = NULL;
+	const char *b64 = NULL;
+	bool ok = false;
+	size_t len = 0;
+
+	if (!o->cert || proto_get_bool(reply, "ok", &ok) < 0 || !ok ||
+	    proto_get_string(reply, "signature", PROTO_MAX_FRAME, true, &b64) < 0 ||
+	    base64_decode(b64, &sig, &len) < 0 || len == 0 || len > MODSIG_MAX_SIG)
+		return true;
+	return pkcs7_verify_digest(sig, len, o->cert, o->md, it->digest, it->digest_len) == 0;
 }
 
 /* Close connection @i; its outstanding items go back to the queue. */
@@ -358,6 +411,10 @@ static void batch_reply(struct batch *b, size_t i)
 	}
 	it = &b->items[id - 1];
 	pool_replied(&b->pool, i);
+	if (!batch_same_signer(b, reply)) /* it goes back too */
+		return batch_lose(b, i, "signs with another key than the first reply");
+	if (b->pool.live > 1 && !reply_verifies(b->o, it, reply))
+		return batch_lose(b, i, "its signature does not match the module");
 	if (b->pool.live > 1 && error_elsewhere(reply))
 		return batch_lose(b, i, reply_error(reply)); /* it goes back too */
 	it->on = 0;
@@ -465,6 +522,44 @@ static int item_sig_path(const struct sign_opts *o, struct item *it)
 	return r == -ENOMEM ? r : 0;
 }
 
+static int cmp_sig_path(const void *a, const void *b)
+{
+	const struct item *x = *(struct item *const *)a, *y = *(struct item *const *)b;
+	int c = strcmp(x->p7s, y->p7s);
+
+	return c ? c : (x > y) - (x < y); /* the first given first */
+}
+
+/*
+ * Two modules whose signatures would go to one file (two --recursive
+ * trees with the same layout, a module named twice): the first given
+ * keeps it, the others are named and left out, so that no signature file
+ * is written twice and none holds another module's signature.
+ */
+static int refuse_shared_sig_paths(struct item *items, size_t n)
+{
+	_cleanup_(freep) struct item **v = calloc(n ?: 1, sizeof(*v));
+	const struct item *first = NULL;
+	size_t k = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (items[i].p7s && !items[i].done)
+			v[k++] = &items[i];
+	qsort(v, k, sizeof(*v), cmp_sig_path);
+	for (size_t i = 0; i < k; i++) {
+		if (!first || strcmp(first->p7s, v[i]->p7s) != 0) {
+			first = v[i];
+			continue;
+		}
+		warn_msg("%s: its signature would go where %s's goes (%s); not signed",
+			 v[i]->path, first->path, v[i]->p7s);
+		v[i]->done = true;
+	}
+	return 0;
+}
+
 /* Signs every path of @paths in one batch; 0 if all were signed. */
 static int sign_paths(const struct global *g, const struct sign_opts *o,
 		      const struct pathlist *paths)
@@ -478,6 +573,8 @@ static int sign_paths(const struct global *g, const struct sign_opts *o,
 		items[i] = (struct item){ .path = paths->v[i], .m.fd = -1 };
 		r = item_sig_path(o, &items[i]);
 	}
+	if (r >= 0)
+		r = refuse_shared_sig_paths(items, paths->n);
 	if (r >= 0)
 		r = run_sign(g, o, items, paths->n, false);
 	for (size_t i = 0; i < paths->n; i++)
@@ -574,9 +671,14 @@ static int expect_cert(struct sign_opts *o, const char *path)
 {
 	int r = cert_file_fingerprint(path, &o->expect_cert);
 
+	if (r >= 0)
+		r = cert_load_file(path, &o->cert);
 	o->expect_path = path;
-	if (r < 0)
+	if (r < 0) {
 		warn_cert(path, r);
+		free(o->expect_cert);
+		o->expect_cert = NULL;
+	}
 	return r;
 }
 
@@ -635,8 +737,8 @@ int cmd_sign_file(const struct global *g, int argc, char **argv)
 	if (i < 0)
 		return EXIT_USAGE;
 	if (argc - i < 4 || argc - i > 5) {
-		warn_msg("usage: sign-file [-dpk] <hash> <key> <x509> <module> [<dest>]\n"
-			 "       sign-file -s <raw sig> <hash> <x509> <module> [<dest>]");
+		warn_msg("usage: sign-file [-dpk] <hash> <key> <x509> <module> [<dest>]");
+		warn_msg("usage: sign-file -s <raw sig> <hash> <x509> <module> [<dest>]");
 		return EXIT_USAGE;
 	}
 	if (argc - i == 5 && strcmp(argv[i + 3], argv[i + 4]) != 0)
@@ -654,6 +756,7 @@ int cmd_sign_file(const struct global *g, int argc, char **argv)
 	r = item_sig_path(&o, &it) < 0 ? 1 : run_sign(g, &o, &it, 1, true);
 	free(it.p7s);
 	free(o.expect_cert);
+	X509_free(o.cert);
 	return r;
 }
 
@@ -680,5 +783,6 @@ int sign_file_paths(const struct global *g, int argc, char **argv,
 	r = sign_file_check_key(g, o.key, o.expect_cert, argv[i + 2]) < 0 ?
 		    1 : sign_paths(g, &o, paths);
 	free(o.expect_cert);
+	X509_free(o.cert);
 	return r;
 }

@@ -31,6 +31,7 @@ struct conn {
 	char *address;
 	char *hangup; /* why the daemon hung up on us, if it said */
 	uint64_t next_id;
+	unsigned timeout_ms; /* a frame must arrive whole within this */
 	uint8_t *in;
 	size_t in_len, in_cap;
 };

@@ -28,6 +28,7 @@ void conn_set_timeouts(int fd, unsigned ms)
 void conn_set_timeout(struct conn *c, unsigned ms)
 {
 	conn_set_timeouts(c->fd, ms);
+	c->timeout_ms = ms;
 }
 
 int conn_fd(const struct conn *c)
@@ -81,6 +82,7 @@ int conn_open_target(const struct conn_target *t, const struct conn_tls *tls,
 		return -ENOMEM;
 	c->fd = -1;
 	c->next_id = 1;
+	c->timeout_ms = CONN_TIMEOUT_SEC * 1000;
 	if (strncmp(t->server, "unix:", 5) == 0)
 		r = open_unix(c, t->server + 5);
 	else if (strncmp(t->server, "tls:", 4) == 0)
@@ -311,8 +313,12 @@ void conn_end_requests(struct conn *c)
 		shutdown(c->fd, SHUT_WR);
 }
 
+/* The socket's timeout bounds each read only: a server that sends a byte
+ * now and then would hold us for ever.  The whole frame gets as long. */
 int conn_recv(struct conn *c, json_object **ret)
 {
+	uint64_t start = now_ms();
+
 	for (;;) {
 		size_t used = 0;
 		ssize_t n;
@@ -323,6 +329,8 @@ int conn_recv(struct conn *c, json_object **ret)
 			c->in_len -= used;
 			return r > 0 ? 0 : r;
 		}
+		if (c->timeout_ms && now_ms() - start >= c->timeout_ms)
+			return -ETIMEDOUT;
 		r = buf_grow(&c->in, &c->in_cap, c->in_len, PROTO_HEADER_LEN + PROTO_MAX_FRAME);
 		if (r < 0)
 			return r == -ENOBUFS ? -EMSGSIZE : r;

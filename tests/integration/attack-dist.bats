@@ -1,0 +1,292 @@
+#!/usr/bin/env bats
+# Attacks on the distribution flow and the server pool (review of the
+# client since 1ac1a36): whoever can write the signature tree that attach
+# reads, or runs a server of the pool, tries to hang or mislead root's
+# client.  Each case has its twin that must still work, and its own
+# daemon on a key made at run time.
+
+load ../common
+
+BOUND=30 # seconds: a case that takes longer is the hang it checks for
+
+setup() {
+	case_setup
+	make_pem_key "$T/rsa.pem" rsa:2048
+	start_daemon "$T/sock" --key "default=$T/rsa.pem"
+	export MODSIGN_SERVER=unix:$T/sock
+	mkdir -p tree/kernel/fs tree/kernel/net
+	local mods=($(real_modules 3)) i=0
+	for d in kernel/fs/a.ko kernel/fs/b.ko kernel/net/c.ko; do
+		cp "${mods[i++]}" "tree/$d"
+		"$C" strip "tree/$d"
+	done
+	cp -a tree pristine
+}
+
+teardown() { case_teardown; }
+
+# ---- 1. a FIFO in the signature tree -------------------------------------
+# The signature files were read O_NOFOLLOW but blocking: a FIFO planted at
+# a signature's name held root's attach (or sign-file -s) for ever.
+
+@test "fifo-in-signature-tree-refused-at-once" {
+	"$C" sign --detached sigs --recursive tree
+	rm sigs/kernel/fs/b.ko.p7s
+	mkfifo sigs/kernel/fs/b.ko.p7s
+	cp -a pristine rebuilt
+	run timeout "$BOUND" "$C" attach --from sigs --cert rsa.pem.crt --recursive rebuilt
+	refute [ "$status" -eq 124 ]
+	assert_failure 1
+	assert_output "modsign-client: sigs/kernel/fs/b.ko.p7s: cannot read signature: not a regular file"
+	cmp pristine/kernel/fs/b.ko rebuilt/kernel/fs/b.ko
+	"$C" verify --cert rsa.pem.crt rebuilt/kernel/fs/a.ko rebuilt/kernel/net/c.ko
+	run timeout "$BOUND" "$C" sign-file -s sigs/kernel/fs/b.ko.p7s sha256 rsa.pem.crt \
+		rebuilt/kernel/fs/b.ko
+	refute [ "$status" -eq 124 ]
+	assert_failure 1
+	assert_output --partial "b.ko.p7s: cannot read signature: not a regular file"
+}
+
+@test "fifo-twin-regular-signature-attached" {
+	"$C" sign --detached sigs --recursive tree
+	cp -a pristine rebuilt
+	run timeout "$BOUND" "$C" attach --from sigs --cert rsa.pem.crt --recursive rebuilt
+	assert_success
+	"$C" verify --cert rsa.pem.crt $(find rebuilt -name '*.ko')
+}
+
+# ---- 2. a server of the pool that trickles its replies --------------------
+# trickle_proxy SOCK DELAY CHUNK [replay]: a server at SOCK that passes each request
+# to the real daemon and sends each reply back CHUNK bytes at a time,
+# DELAY seconds apart (one byte every 0.5 s: a frame never stalls for a
+# whole --stall-timeout, yet never ends).  Counts the replies it began in
+# $T/proxy.count.  With replay, every reply carries the signature of
+# the first (a server of the pool that answers for another module).
+trickle_proxy() {
+	cat >"$T/proxy.py" <<'PY'
+import json, os, socket, struct, sys, threading, time
+path, daemon, delay, chunk = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
+replay = len(sys.argv) > 5 and sys.argv[5] == "replay"
+saved = []
+count = os.path.join(os.path.dirname(path), "proxy.count")
+lock = threading.Lock()
+n = 0
+def read_frame(s):
+    h = b""
+    while len(h) < 4:
+        b = s.recv(4 - len(h))
+        if not b:
+            return None
+        h += b
+    ln = struct.unpack(">I", h)[0]
+    d = b""
+    while len(d) < ln:
+        b = s.recv(ln - len(d))
+        if not b:
+            return None
+        d += b
+    return h + d
+def serve(c):
+    global n
+    up = socket.socket(socket.AF_UNIX)
+    up.connect(daemon)
+    def pump():
+        while True:
+            f = read_frame(c)
+            if f is None:
+                return
+            up.sendall(f)
+    threading.Thread(target=pump, daemon=True).start()
+    try:
+        while True:
+            f = read_frame(up)
+            if f is None:
+                return
+            with lock:
+                n += 1
+                open(count, "w").write(str(n))
+                msg = json.loads(f[4:])
+                if replay and "signature" in msg:
+                    # every module gets the first module's signature
+                    saved.append(msg["signature"])
+                    msg["signature"] = saved[0]
+                    body = json.dumps(msg).encode()
+                    f = struct.pack(">I", len(body)) + body
+            for i in range(0, len(f), chunk):
+                c.sendall(f[i:i + chunk])
+                time.sleep(delay)
+    except OSError:
+        pass
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(8)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+	python3 "$T/proxy.py" "$1" "$T/sock" "$2" "$3" ${4:-} 3>&- &
+	PROXY=$!
+	DAEMON_PIDS+=("$PROXY")
+	local i
+	for i in $(seq 50); do [ -S "$1" ] && return 0; sleep 0.1; done
+	return 1
+}
+
+@test "pool-trickling-server-dropped-batch-completes" {
+	# Before: the client read the trickled frame to its end in one call,
+	# each byte restarting the socket's timeout: the whole batch waited on
+	# that server, and the stall timeout never fired.
+	trickle_proxy "$T/slow.sock" 0.5 1
+	run timeout "$BOUND" "$C" --server "unix:$T/slow.sock" --server "unix:$T/sock" \
+		--stall-timeout 1 sign --recursive tree
+	refute [ "$status" -eq 124 ]
+	assert_success
+	assert_output --partial "unix:$T/slow.sock: "
+	assert_output --partial "sent to the other server"
+	"$C" verify --cert rsa.pem.crt $(find tree -name '*.ko')
+}
+
+@test "pool-twin-reply-in-two-pieces-used" {
+	# A reply split in two with a pause shorter than the stall timeout is a
+	# reply, not a stall: that server signs its share.
+	trickle_proxy "$T/slow.sock" 0.3 200
+	run timeout "$BOUND" "$C" --server "unix:$T/slow.sock" --server "unix:$T/sock" \
+		--stall-timeout 2 sign --recursive tree
+	assert_success
+	refute_output --partial "sent to the other server"
+	[ "$(cat proxy.count)" -ge 1 ]
+	"$C" verify --cert rsa.pem.crt $(find tree -name '*.ko')
+}
+
+# ---- 3. servers of the pool that sign with different keys ----------------
+# Hosts that each make their own key (ephemeral:, the recommended kind),
+# or one host given the wrong key file: a batch spread over them came out
+# signed by both keys, exit 0, and a kernel that embeds one certificate
+# refuses part of its modules.
+
+# all_by CERT: every module of tree/ verifies with CERT.
+all_by() { "$C" verify --cert "$1" $(find tree -name '*.ko') >/dev/null 2>&1; }
+
+@test "pool-servers-with-different-keys-never-mixed" {
+	start_daemon "$T/sock2" --key default=ephemeral:rsa2048
+	"$C" --server "unix:$T/sock2" cert >other.pem
+	run timeout "$BOUND" "$C" --server "unix:$T/sock" --server "unix:$T/sock2" \
+		sign --recursive tree
+	refute [ "$status" -eq 124 ]
+	assert_success
+	assert_output --partial "signs with another key than the first reply"
+	all_by rsa.pem.crt || all_by other.pem
+}
+
+@test "pool-twin-servers-with-the-same-key-both-used" {
+	start_daemon "$T/sock2" --key "default=$T/rsa.pem" --audit-log "$T/audit2.log"
+	run timeout "$BOUND" "$C" --server "unix:$T/sock" --server "unix:$T/sock2" \
+		sign --recursive tree
+	assert_success
+	assert_output ""
+	[ "$(grep -c '"result":"ok"' audit2.log)" -ge 1 ]
+	all_by rsa.pem.crt
+}
+
+# ---- 4. a module name with a newline or an escape sequence ---------------
+# Whoever can name a file in a tree root signs or attaches (--recursive)
+# chose what root's terminal and build log showed: a newline let a name
+# print a line of its own ("modsign-client: ... OK"), an ESC sequence
+# could rewrite the terminal.
+
+@test "module-name-with-newline-stays-one-line" {
+	local evil=$'kernel/fs/x\nmodsign-client: all modules attached\e[2J.ko'
+	"$C" sign --detached sigs --recursive tree
+	cp -a pristine rebuilt
+	cp pristine/kernel/fs/a.ko "rebuilt/$evil"
+	run timeout "$BOUND" "$C" attach --from sigs --cert rsa.pem.crt --recursive rebuilt
+	assert_failure 1
+	assert_equal "${#lines[@]}" 1
+	assert_output 'modsign-client: sigs/kernel/fs/x\x0amodsign-client: all modules attached\x1b[2J.ko.p7s: cannot read signature: No such file or directory'
+}
+
+@test "module-name-twin-plain-utf8-name-printed-as-is" {
+	"$C" sign --detached sigs --recursive tree
+	cp -a pristine rebuilt
+	cp pristine/kernel/fs/a.ko "rebuilt/kernel/fs/é b.ko"
+	run timeout "$BOUND" "$C" attach --from sigs --cert rsa.pem.crt --recursive rebuilt
+	assert_failure 1
+	assert_output "modsign-client: sigs/kernel/fs/é b.ko.p7s: cannot read signature: No such file or directory"
+}
+
+# ---- 5. two modules, one signature file ----------------------------------
+# Two --recursive trees with the same layout (or one module named twice)
+# map to the same place in the signature tree: the second signature was
+# written over the first, exit 0, and the tree then held one module's
+# signature under the other's name.
+
+@test "detached-two-modules-one-signature-path-refused" {
+	mkdir -p A/kernel B/kernel
+	cp pristine/kernel/fs/a.ko A/kernel/x.ko
+	cp pristine/kernel/fs/b.ko B/kernel/x.ko
+	run "$C" sign --detached sigs --recursive A --recursive B
+	assert_failure 1
+	assert_output "modsign-client: B/kernel/x.ko: its signature would go where A/kernel/x.ko's goes (sigs/kernel/x.ko.p7s); not signed"
+	cp -a A rebuilt
+	"$C" attach --from sigs --cert rsa.pem.crt --recursive rebuilt
+	"$C" verify --cert rsa.pem.crt rebuilt/kernel/x.ko
+}
+
+@test "detached-twin-two-trees-distinct-paths-both-signed" {
+	mkdir -p A/kernel B/kernel
+	cp pristine/kernel/fs/a.ko A/kernel/x.ko
+	cp pristine/kernel/fs/b.ko B/kernel/y.ko
+	run "$C" sign --detached sigs --recursive A --recursive B
+	assert_success
+	assert_output ""
+	[ -f sigs/kernel/x.ko.p7s ] && [ -f sigs/kernel/y.ko.p7s ]
+}
+
+# ---- 6. a server that answers with another module's signature -----------
+# A compromised or broken server of the pool replies to each request with
+# the signature it made for the first: sign-file wrote each module with a
+# signature of another, exit 0, and the kernel refused them at load.
+
+@test "pool-reply-with-another-modules-signature-refused" {
+	trickle_proxy "$T/replay.sock" 0 1048576 replay
+	find tree -name '*.ko' | sort >list
+	run timeout "$BOUND" "$C" --server "unix:$T/replay.sock" \
+		sign-file --batch sha256 modsign:default rsa.pem.crt <list
+	refute [ "$status" -eq 124 ]
+	assert_failure 1
+	# The first reply's module got its own signature; the two others are
+	# named and untouched (which is first is the daemon's order).
+	assert_equal "$(grep -c ': the signature from modsignd does not match the module; not signed$' <<<"$output")" 2
+	local m signed=0
+	for m in $(cat list); do
+		if grep -qF "$m: the signature" <<<"$output"; then
+			cmp "pristine/${m#tree/}" "$m"
+		else
+			"$C" verify --cert rsa.pem.crt "$m"
+			signed=$((signed + 1))
+		fi
+	done
+	assert_equal "$signed" 1
+}
+
+@test "pool-twin-honest-proxy-signs-all" {
+	trickle_proxy "$T/replay.sock" 0 1048576
+	find tree -name '*.ko' | sort >list
+	run timeout "$BOUND" "$C" --server "unix:$T/replay.sock" \
+		sign-file --batch sha256 modsign:default rsa.pem.crt <list
+	assert_success
+	"$C" verify --cert rsa.pem.crt $(cat list)
+}
+
+@test "pool-reply-with-another-modules-signature-server-dropped" {
+	# With another server in the pool, the one that answered for another
+	# module is dropped and its requests signed elsewhere: the batch
+	# completes, every module with its own signature.
+	trickle_proxy "$T/replay.sock" 0 1048576 replay
+	find tree -name '*.ko' | sort >list
+	run timeout "$BOUND" "$C" --server "unix:$T/replay.sock" --server "unix:$T/sock" \
+		sign-file --batch sha256 modsign:default rsa.pem.crt <list
+	assert_success
+	assert_output --partial "unix:$T/replay.sock: its signature does not match the module"
+	"$C" verify --cert rsa.pem.crt $(cat list)
+}
