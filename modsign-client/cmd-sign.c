@@ -37,12 +37,13 @@
 #include "util.h"
 
 /* Requests in flight on each connection (the daemon takes up to
- * SERVER_MAX_INFLIGHT, 128): enough that the daemon's workers keep signing
- * while it makes a group of signatures durable (an fdatasync, or a
- * transparency log's tiles and checkpoint, 5-15 ms on this disk), which
- * 32 were not: the RSA-2048 batch with a log on disk went from 44% to 52%
- * of the rate without one (docs/PERFORMANCE.md). */
-#define SIGN_WINDOW 128
+ * SERVER_MAX_INFLIGHT, 256): enough that the daemon's workers keep signing
+ * while a group of signatures is being made durable (an fdatasync, or a
+ * transparency log's tiles and checkpoint: 1-60 ms on a shared disk) and
+ * the next group gathers.  At 32, then 128, the RSA-2048 batch with a log
+ * on disk ran at 44%, then 52-65%, of the rate without one: the window
+ * filled during a commit and the workers ran dry (docs/PERFORMANCE.md). */
+#define SIGN_WINDOW 256
 
 struct sign_opts {
 	const char *key;     /* NULL: the daemon's default */

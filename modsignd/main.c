@@ -245,7 +245,11 @@ static int serve(struct daemon *d)
 	r = server_new(&cfg, &d->keys, &d->policy, d->audit, &d->server);
 	if (r < 0)
 		return log_error_errno(r, "cannot start the server: %m");
-	server_set_translog(d->server, d->translog);
+	if (d->translog) {
+		r = server_set_translog(d->server, d->translog);
+		if (r < 0)
+			return log_error_errno(r, "cannot start the transparency log's thread: %m");
+	}
 	r = open_listeners(d);
 	if (r < 0)
 		return r;

@@ -36,7 +36,7 @@
 #define SERVER_DEFAULT_IDLE_TIMEOUT 60
 /* Requests one connection may have queued for signing at once; past it we
  * stop reading from that connection until replies drain. */
-#define SERVER_MAX_INFLIGHT 128
+#define SERVER_MAX_INFLIGHT 256
 /* Bytes of a log tile per "log" reply: its base64 fits a frame. */
 #define SERVER_LOG_CHUNK (32u * 1024)
 /* Unsent reply bytes after which we stop reading a connection. */
@@ -69,9 +69,10 @@ int server_new(const struct server_config *cfg, struct keystore *keys,
 	       struct policy *policy, struct audit *audit, struct server **ret);
 
 /* Record every issued signature in @t (owned by the caller, outliving
- * @s) before it is released; docs/TRANSPARENCY.md. */
+ * @s) before it is released; docs/TRANSPARENCY.md.  Starts the thread
+ * that syncs its commits: 0 or -errno. */
 struct translog;
-void server_set_translog(struct server *s, struct translog *t);
+int server_set_translog(struct server *s, struct translog *t);
 
 /* Bind and listen on a UNIX socket path, replacing a stale socket file. */
 int server_listen_unix(struct server *s, const char *path);

@@ -50,6 +50,7 @@ struct translog {
 	char *origin, *vkey, *checkpoint;
 	EVP_PKEY *key;
 	bool ephemeral, broken;
+	bool committing;       /* between translog_commit_begin() and _end() */
 	struct tlog_tree tree; /* with the pending entries */
 	uint64_t committed;    /* size of the published checkpoint */
 	uint8_t *bundle;       /* the entries of level 0's partial tile */
@@ -99,11 +100,17 @@ static void sync_parent(struct sync_set *ss, int dfd, const char *path)
 		ss->r = r;
 }
 
-/* Make all of @ss durable, then forget it.  Returns the first failure. */
+/* Make all of @ss durable, then forget it.  Returns the first failure.
+ * Writeback of every file is started first: ext4 allocates a file's
+ * blocks only when it is written back, so one fdatasync after another
+ * each made their own journal commit; started together, the first
+ * commit carries them all and the other fdatasyncs find little to do. */
 static int sync_all(struct sync_set *ss, int dfd)
 {
 	int r = ss->r;
 
+	for (size_t i = 0; i < ss->n_fds; i++)
+		(void)sync_file_range(ss->fds[i], 0, 0, SYNC_FILE_RANGE_WRITE); /* a hint */
 	for (size_t i = 0; i < ss->n_fds; i++) {
 		if (fdatasync(ss->fds[i]) < 0 && r >= 0)
 			r = -errno;
@@ -443,32 +450,109 @@ static int sign_checkpoint(struct translog *t, char **ret)
 	return 0;
 }
 
-/* Replace "checkpoint" with the durable "checkpoint.tmp" @note. */
-static int publish_signed(struct translog *t, char *note)
+/* What translog_commit_sync() makes durable: the files and directories
+ * written since the last commit, the checkpoint that covers them. */
+struct translog_commit {
+	struct sync_set sync;
+	int dfd;
+	char *note;
+	uint64_t old_size;
+};
+
+static void commit_free(struct translog_commit *c)
 {
-	if (renameat(t->dfd, "checkpoint.tmp", t->dfd, "checkpoint") < 0 || fsync(t->dfd) < 0) {
-		free(note);
-		return -errno;
+	if (!c)
+		return;
+	sync_drop(&c->sync);
+	free(c->note);
+	free(c);
+}
+
+/* Sign the checkpoint of the tree as it is now and take over what is to
+ * be synced with it. */
+static int stage(struct translog *t, struct translog_commit **ret)
+{
+	struct translog_commit *c = calloc(1, sizeof(*c));
+	int r;
+
+	if (!c)
+		return -ENOMEM;
+	r = sign_checkpoint(t, &c->note);
+	if (r < 0) {
+		free(c);
+		return r;
+	}
+	c->sync = t->sync;
+	t->sync = (struct sync_set){ 0 };
+	c->dfd = t->dfd;
+	c->old_size = t->committed;
+	*ret = c;
+	return 0;
+}
+
+/* The tiles and the checkpoint that covers them made durable together;
+ * then the rename that publishes it, and its directory synced.  Touches
+ * nothing but @c: it runs on any thread. */
+int translog_commit_sync(struct translog_commit *c)
+{
+	int r = sync_all(&c->sync, c->dfd);
+
+	if (r >= 0 && (renameat(c->dfd, "checkpoint.tmp", c->dfd, "checkpoint") < 0 ||
+		       fsync(c->dfd) < 0))
+		r = -errno;
+	return r;
+}
+
+/* Back to the last published checkpoint after a failed commit. */
+static int undo(struct translog *t, int r)
+{
+	int r2;
+
+	sync_drop(&t->sync);
+	r2 = reload(t);
+	return r2 < 0 ? r2 : r;
+}
+
+/* Partial tiles of the tiles this commit filled: the full ones replace
+ * them (C2SP tlog-tiles lets a log remove them). */
+static void prune(struct translog *t, uint64_t old_size)
+{
+	for (int level = TLOG_LEVEL_ENTRIES; level < (int)TLOG_LEVELS; level++) {
+		unsigned shift = TLOG_TILE_HEIGHT * ((level < 0 ? 0 : level) + 1);
+
+		if (shift >= 64)
+			break;
+		for (uint64_t i = old_size >> shift; i < t->tree.size >> shift; i++)
+			remove_partials(t->dfd, level, i, 0);
+	}
+}
+
+int translog_commit_end(struct translog *t, struct translog_commit *c, int r)
+{
+	t->committing = false;
+	if (r < 0) {
+		commit_free(c);
+		return undo(t, r);
 	}
 	free(t->checkpoint);
-	t->checkpoint = note;
+	t->checkpoint = TAKE_PTR(c->note);
+	t->committed = t->tree.size;
+	prune(t, c->old_size);
+	commit_free(c);
 	return 0;
 }
 
 /* Outside a commit (at start): sign, sync, publish. */
 static int publish(struct translog *t)
 {
-	char *note = NULL;
-	int r = sign_checkpoint(t, &note);
+	struct translog_commit *c = NULL;
+	int r = stage(t, &c);
 
-	if (r >= 0)
-		r = sync_all(&t->sync, t->dfd);
 	if (r < 0) {
 		sync_drop(&t->sync);
-		free(note);
 		return r;
 	}
-	return publish_signed(t, note);
+	return translog_commit_end(t, c, translog_commit_sync(c));
 }
 
 /* The partial tiles and bundle of the tree as it is now. */
@@ -492,50 +576,38 @@ static int write_partials(struct translog *t)
 			  tlog_tree_width(&t->tree, 0), t->bundle, t->bundle_len, t);
 }
 
-/* Partial tiles of the tiles this commit filled: the full ones replace
- * them (C2SP tlog-tiles lets a log remove them). */
-static void prune(struct translog *t, uint64_t old_size)
+int translog_commit_begin(struct translog *t, struct translog_commit **ret)
 {
-	for (int level = TLOG_LEVEL_ENTRIES; level < (int)TLOG_LEVELS; level++) {
-		unsigned shift = TLOG_TILE_HEIGHT * ((level < 0 ? 0 : level) + 1);
-
-		if (shift >= 64)
-			break;
-		for (uint64_t i = old_size >> shift; i < t->tree.size >> shift; i++)
-			remove_partials(t->dfd, level, i, 0);
-	}
-}
-
-int translog_commit(struct translog *t)
-{
-	uint64_t old = t->committed;
-	char *note = NULL;
 	int r;
 
+	*ret = NULL;
+	if (t->committing)
+		return -EBUSY;
 	if (!translog_pending(t))
 		return 0;
 	r = t->broken ? -EIO : write_partials(t);
 	if (r >= 0)
-		r = sign_checkpoint(t, &note);
-	/* The tiles and the checkpoint that covers them made durable
-	 * together; the rename that publishes it comes after. */
-	if (r >= 0)
-		r = sync_all(&t->sync, t->dfd);
-	if (r >= 0)
-		r = publish_signed(t, TAKE_PTR(note));
-	free(note);
-	if (r < 0) {
-		sync_drop(&t->sync);
-		int r2 = reload(t);
-		return r2 < 0 ? r2 : r;
-	}
-	t->committed = t->tree.size;
-	prune(t, old);
-	return 0;
+		r = stage(t, ret);
+	if (r < 0)
+		return undo(t, r);
+	t->committing = true;
+	return 1;
+}
+
+int translog_commit(struct translog *t)
+{
+	struct translog_commit *c;
+	int r = translog_commit_begin(t, &c);
+
+	if (r <= 0)
+		return r;
+	return translog_commit_end(t, c, translog_commit_sync(c));
 }
 
 int translog_abort(struct translog *t)
 {
+	if (t->committing)
+		return -EBUSY;
 	return translog_pending(t) ? reload(t) : 0;
 }
 
@@ -551,6 +623,8 @@ int translog_append(struct translog *t, struct tlog_entry *e, uint64_t *ret_inde
 	size_t len;
 	int r;
 
+	if (t->committing)
+		return -EBUSY;
 	if (t->broken)
 		return -EIO;
 	e->index = t->tree.size;

@@ -47,9 +47,26 @@ int translog_append(struct translog *t, struct tlog_entry *e, uint64_t *ret_inde
 /* Whether anything is pending. */
 bool translog_pending(const struct translog *t);
 
-/* Write, sync and publish the pending entries (see above).  Returns 0 or
- * -errno, and then the pending entries are gone and the log is as its
- * last checkpoint says. */
+/*
+ * A commit in three steps, so that its syncs need not stop the caller:
+ * translog_commit_begin() writes the pending entries' tiles and the new
+ * checkpoint to "checkpoint.tmp" (returns 1 and the commit in *@ret, 0
+ * and NULL if nothing is pending, or -errno as translog_commit() does);
+ * translog_commit_sync() makes them durable and renames the checkpoint
+ * into place, on any thread, touching nothing but @c; and
+ * translog_commit_end() takes its result @r and frees @c: 0, the entries
+ * are published; else they are gone as in translog_commit() and -errno.
+ * Between begin and end nothing else may be appended or committed
+ * (-EBUSY); the published checkpoint, the vkey and reads stay usable.
+ */
+struct translog_commit;
+int translog_commit_begin(struct translog *t, struct translog_commit **ret);
+int translog_commit_sync(struct translog_commit *c);
+int translog_commit_end(struct translog *t, struct translog_commit *c, int r);
+
+/* Write, sync and publish the pending entries (see above), all three
+ * steps at once.  Returns 0 or -errno, and then the pending entries are
+ * gone and the log is as its last checkpoint says. */
 int translog_commit(struct translog *t);
 
 /* Drop the pending entries (their signatures will not be released). */

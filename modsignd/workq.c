@@ -69,11 +69,11 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* A worker's stack is WORKQ_STACK_SIZE, not the 8 MiB default: all of the
+/* A thread's stack is WORKQ_STACK_SIZE, not the 8 MiB default: all of the
  * daemon's memory is locked and RLIMIT_MEMLOCK counts a stack's whole
  * reservation (secure.c).  A signature's deepest path (OpenSSL's RSA and
  * EC code, a PKCS#11 module) uses tens of KiB. */
-static int start_worker(struct workq *q, pthread_t *ret)
+int thread_start(pthread_t *ret, void *(*fn)(void *), void *arg)
 {
 	pthread_attr_t attr;
 	int r = pthread_attr_init(&attr);
@@ -82,7 +82,7 @@ static int start_worker(struct workq *q, pthread_t *ret)
 		return -r;
 	r = pthread_attr_setstacksize(&attr, WORKQ_STACK_SIZE);
 	if (r == 0)
-		r = pthread_create(ret, &attr, worker, q);
+		r = pthread_create(ret, &attr, fn, arg);
 	pthread_attr_destroy(&attr);
 	return -r;
 }
@@ -107,7 +107,7 @@ int workq_start(unsigned n, struct workq **ret, int *ret_fd)
 		return r;
 	}
 	for (; q->n < n; q->n++) {
-		int r = start_worker(q, &q->threads[q->n]);
+		int r = thread_start(&q->threads[q->n], worker, q);
 
 		if (r < 0) {
 			workq_stop(q);

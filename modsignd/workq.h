@@ -9,6 +9,7 @@
  * every core while no slow client can hold anyone up.
  */
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -43,6 +44,10 @@ struct job {
 struct workq;
 
 void job_free(struct job *j);
+
+/* Start a daemon thread running @fn(@arg), with a stack small enough
+ * to be locked (see secure.c).  0 or -errno. */
+int thread_start(pthread_t *ret, void *(*fn)(void *), void *arg);
 
 /* Start @n threads.  *@ret_fd becomes readable when jobs are done. */
 int workq_start(unsigned n, struct workq **ret, int *ret_fd);
