@@ -343,6 +343,79 @@ print(sum(1 for v in c.values() if v > 1))')
 	grep -q "$(sha "$f")  $f" unsigned.sum
 }
 
+# ---- a pool of several `server` lines ---------------------------------------
+# builder_conf N...: the builder's config file, one `server` line per host
+# N, each by its own name (sign-N.farm.test, in the builder's /etc/hosts
+# and in host N's certificate); the builder's client reads it
+# (MODSIGN_CONFIG) and is given no --server.
+builder_conf() {
+	local n ns=mf${TAG}builder
+	{
+		echo "127.0.0.1 localhost"
+		for n in "$@"; do echo "198.18.0.$n sign-$n.farm.test"; done
+	} >"/etc/netns/$ns/hosts"
+	{
+		for n in "$@"; do echo "server = tls:sign-$n.farm.test:7787"; done
+		printf 'tls-ca = %s\ntls-cert = %s\ntls-key = %s\n' \
+			"$P/farm-ca.crt" "$P/builder.crt" "$P/builder.key"
+	} >client.conf
+}
+conf_builder() { # ARGS...: the client on the builder, its pool the config's servers
+	ip netns exec "mf${TAG}builder" env MODSIGN_CONFIG="$T/client.conf" "$C" "$@"
+}
+
+# Three `server` lines, the busiest host killed mid-batch: its requests go
+# to the other lines' hosts, every module is signed once, as the
+# reference, exit 0; the killed host named by its line.
+@test "farm-config-server-lines-pool-kill9-mid-batch-completes" {
+	farm 3
+	builder_conf 1 2 3
+	mods 400
+	conf_builder sign mods/*.ko 2>client.err &
+	cpid=$!
+	victim=$(busiest_after 20)
+	kill -9 "$(eval echo "\$PID_$victim")"
+	rc=0
+	wait "$cpid" || rc=$?
+	cat client.err
+	[ "$rc" -eq 0 ]
+	same_as_reference
+	grep -q "^modsign-client: tls:sign-$victim.farm.test:7787: .*sent to the other servers" client.err
+	! grep -q "not signed" client.err
+	# Every line's host took part, the killed one only until it died.
+	for n in 1 2 3; do [ "$(oks "audit-$n.jsonl")" -gt 0 ]; done
+	[ "$(oks "audit-$victim.jsonl")" -lt 400 ]
+}
+
+# Twin: every listed server gone mid-batch (each killed): the batch fails
+# with one line saying no server is left, each server named by its line
+# as it went, the rest not signed, and each module untouched or whole.
+@test "farm-config-server-lines-all-gone-fails-naming-them" {
+	farm 3
+	builder_conf 1 2 3
+	mods 400
+	conf_builder sign mods/*.ko 2>client.err &
+	cpid=$!
+	busiest_after 20 >/dev/null
+	kill -9 "$PID_1" "$PID_2" "$PID_3"
+	rc=0
+	wait "$cpid" || rc=$?
+	[ "$rc" -eq 1 ]
+	grep -v 'not signed' client.err
+	for n in 1 2 3; do grep -q "^modsign-client: tls:sign-$n.farm.test:7787: " client.err; done
+	grep -q "; no server left: all 3 of the pool failed\$" client.err
+	grep -q "not signed" client.err
+	untouched_or_whole
+	# Started again with all of them down: refused at once, each named.
+	cp "$P/unsigned/$(head -n1 names)" x.ko
+	run conf_builder sign x.ko
+	assert_failure
+	for n in 1 2 3; do
+		assert_output --partial "cannot connect to modsignd at tls:sign-$n.farm.test:7787: "
+	done
+	cmp x.ko "$P/unsigned/$(head -n1 names)"
+}
+
 # ---- watching a farm: status --json and verify --json ------------------------
 # status --json asks every address of the pool: one host down is one
 # entry with ok false, and the farm still serves (exit 0).
