@@ -381,7 +381,7 @@ conf_builder() { # ARGS...: the client on the builder, its pool the config's ser
 	[ "$rc" -eq 0 ]
 	same_as_reference
 	grep -q "^modsign-client: tls:sign-$victim.farm.test:7787: .*sent to the other servers" client.err
-	! grep -q "not signed" client.err
+	refute grep -q "not signed" client.err
 	# Every line's host took part, the killed one only until it died.
 	for n in 1 2 3; do [ "$(oks "audit-$n.jsonl")" -gt 0 ]; done
 	[ "$(oks "audit-$victim.jsonl")" -lt 400 ]
@@ -614,7 +614,7 @@ host1_signs() { # KEY FILE: host 1 alone signs FILE with KEY (the builder's
 	# While cut: refused at once, the other key still signs.
 	cp "$P/unsigned/$(head -n1 names)" x.ko
 	start=$(date +%s%N)
-	! host1_signs default x.ko
+	refute host1_signs default x.ko
 	[ $(( ($(date +%s%N) - start) / 1000000 )) -lt 3000 ]
 	grep -q "signing with key default failed" host1.err
 	host1_signs soft x.ko
@@ -681,7 +681,9 @@ stop_signer() {
 	n=$(ls mods/*.ko | wc -l)
 	eventually 10 test -s metrics-1.prom
 	read -r opens logins lookups calls < <(pkcs11_use metrics-1.prom)
-	[ "$opens" -ge 1 ] && [ "$logins" -ge 1 ] && [ "$lookups" -ge 1 ]
+	[ "$opens" -ge 1 ]
+	[ "$logins" -ge 1 ]
+	[ "$lookups" -ge 1 ]
 	mark=$(wc -l <modsignd-1.log)
 	builder sign mods/*.ko
 	same_as_reference
@@ -716,7 +718,7 @@ stop_signer() {
 	link_cut 1
 	cut=$(wc -l <modsignd-1.log)
 	cp "$P/unsigned/$(head -n1 names)" x.ko
-	! host1_signs default x.ko
+	refute host1_signs default x.ko
 	link_up 1
 	eventually 20 host1_signs default x.ko
 	assert [ "$(rpc_calls modsignd-1.log "$cut" C_OpenSession)" -ge 1 ]
