@@ -355,6 +355,8 @@ static void batch_lose(struct batch *b, size_t i, const char *why)
 	if (b->pool.live > 0)
 		warn_msg("%s; %zu request%s sent to the other server%s", b->why, moved,
 			 moved == 1 ? "" : "s", b->pool.live == 1 ? "" : "s");
+	else if (b->pool.n > 1) /* each of the others was named as it went */
+		warn_msg("%s; no server left: all %zu of the pool failed", b->why, b->pool.n);
 }
 
 /* Fill the windows in turn, one request each, so that a batch starts on

@@ -204,6 +204,45 @@ static void write_keys(FILE *f, const struct keystore *ks)
 	}
 }
 
+/* In the order of stat_value(). */
+static const struct {
+	const char *name, *help;
+} pkcs11_counters[] = {
+	{ "modsignd_pkcs11_opens_total",
+	  "Times a token key was opened and made usable (slots listed, login, objects searched)." },
+	{ "modsignd_pkcs11_logins_total", "C_Login calls made for a token key." },
+	{ "modsignd_pkcs11_object_lookups_total", "Searches of the token's objects for a key." },
+	{ "modsignd_pkcs11_sign_calls_total",
+	  "Signatures asked of the token on the kept key handle and a pooled session." },
+};
+
+static unsigned long stat_value(const struct pkcs11_key_stats *st, size_t c)
+{
+	const unsigned long v[] = { st->opens, st->logins, st->lookups, st->sign_calls };
+
+	return v[c];
+}
+
+/* How much each token key's open is reused: opens, logins and lookups
+ * stay while sign calls grow. */
+static void write_pkcs11_use(FILE *f, const struct keystore *ks)
+{
+	for (size_t c = 0; c < sizeof(pkcs11_counters) / sizeof(pkcs11_counters[0]); c++) {
+		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", pkcs11_counters[c].name,
+			pkcs11_counters[c].help, pkcs11_counters[c].name);
+		for (size_t i = 0; i < ks->n; i++) {
+			struct pkcs11_key_stats st;
+
+			if (ks->keys[i]->backend != KEY_PKCS11)
+				continue;
+			pkcs11_key_stats(ks->keys[i]->pkcs11, &st);
+			fprintf(f, "%s{key=\"", pkcs11_counters[c].name);
+			put_label(f, ks->keys[i]->name);
+			fprintf(f, "\"} %lu\n", stat_value(&st, c));
+		}
+	}
+}
+
 static int write_file(const struct metrics *m, const struct keystore *ks, unsigned inflight)
 {
 	_cleanup_(freep) char *tmp = NULL;
@@ -226,6 +265,7 @@ static int write_file(const struct metrics *m, const struct keystore *ks, unsign
 		   "# TYPE modsignd_requests_in_flight gauge\n"
 		   "modsignd_requests_in_flight %u\n", inflight);
 	write_keys(f, ks);
+	write_pkcs11_use(f, ks);
 	if (ferror(f))
 		r = -EIO;
 	if (fclose(f) != 0 && r == 0)

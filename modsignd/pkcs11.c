@@ -72,7 +72,23 @@ struct pkcs11_key {
 	uint64_t last_try_ms; /* last re-open attempt */
 	bool pin_refused;     /* the PIN file as it was in @refused was refused */
 	struct stat refused;
+	struct pkcs11_key_stats stats; /* atomic updates and reads */
 };
+
+/*
+ * What the token link costs, counted where modsignd asks for it.  libp11
+ * 0.4.12 keeps a pool of open sessions per slot (opened on demand, up to
+ * 16, reused until the module is finalized) and the key's object handle
+ * in the EVP_PKEY it made, so a signature through pk->pkey costs
+ * C_SignInit and C_Sign on a pooled session: no C_OpenSession, C_Login or
+ * C_FindObjects (measured over p11-kit-client.so, docs/BUILD-FARM.md).
+ * An open is where those happen: the slots listed, the PIN sent, the
+ * token's objects searched.
+ */
+static void count(unsigned long *c)
+{
+	__atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+}
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(P11KitUri *, p11_kit_uri_free)
 
@@ -302,6 +318,20 @@ static bool same_file_state(const struct stat *a, const struct stat *b)
 	       a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
 }
 
+/* C_Login with @pin, read from the file as it is in @st. */
+static int login_with(struct pkcs11_key *pk, PKCS11_SLOT *slot, const char *pin,
+		      const struct stat *st, const char **ret_err)
+{
+	count(&pk->stats.logins);
+	if (PKCS11_login(slot, 0, pin) < 0) {
+		pk->pin_refused = true;
+		pk->refused = *st;
+		return (*ret_err = "the token refused the PIN"), -EACCES;
+	}
+	pk->pin_refused = false;
+	return 0;
+}
+
 /*
  * Log in to @slot with the PIN read just now; the PIN is wiped on return.
  * A PIN the token refused is not offered again until the file changes:
@@ -323,13 +353,8 @@ static int login(struct pkcs11_key *pk, PKCS11_SLOT *slot, const char **ret_err)
 	if (r >= 0 && pk->pin_refused && same_file_state(&st, &pk->refused)) {
 		*ret_err = "the token refused the PIN (not tried again until the PIN file changes)";
 		r = -EACCES;
-	} else if (r >= 0 && PKCS11_login(slot, 0, pin) < 0) {
-		*ret_err = "the token refused the PIN";
-		r = -EACCES;
-		pk->pin_refused = true;
-		pk->refused = st;
 	} else if (r >= 0)
-		pk->pin_refused = false;
+		r = login_with(pk, slot, pin, &st, ret_err);
 	memzero_explicit(pin, sizeof(pin));
 	return r;
 }
@@ -359,6 +384,7 @@ static PKCS11_KEY *find_key(struct pkcs11_key *pk, PKCS11_TOKEN *t, const char *
 	PKCS11_KEY *keys = NULL, *found = NULL;
 	unsigned n = 0;
 
+	count(&pk->stats.lookups);
 	if (PKCS11_enumerate_keys(t, &keys, &n) < 0)
 		return (*ret_err = "cannot list the token's keys"), NULL;
 	for (unsigned i = 0; i < n; i++) {
@@ -385,6 +411,7 @@ static X509 *find_cert(struct pkcs11_key *pk, PKCS11_TOKEN *t, PKCS11_KEY *key)
 		     p11_kit_uri_get_attribute(pk->uri, CKA_ID);
 	unsigned n = 0;
 
+	count(&pk->stats.lookups);
 	if (PKCS11_enumerate_certs(t, &certs, &n) < 0)
 		return NULL;
 	for (unsigned i = 0; i < n && named && !c; i++)
@@ -445,6 +472,7 @@ static int attach(struct pkcs11_key *pk, const char **ret_err)
 		       -EKEYREJECTED;
 	}
 	pk->pkey = pkey;
+	count(&pk->stats.opens);
 	return 0;
 }
 
@@ -527,6 +555,7 @@ static int sign_once(struct pkcs11_key *pk, const struct digest *md, const uint8
 	if (pk->pkey) {
 		if (pk->mod->one_call)
 			pthread_mutex_lock(&pk->mod->call);
+		count(&pk->stats.sign_calls);
 		r = pkcs7_sign_digest(pk->cert, pk->pkey, md, digest, digest_len,
 				      use_keyid, ret_der, ret_len);
 		if (pk->mod->one_call)
@@ -686,6 +715,14 @@ unsigned long pkcs11_key_reopens(const struct pkcs11_key *pk)
 {
 	/* gen counts every reattach(); read without the lock, as a gauge is */
 	return __atomic_load_n(&pk->gen, __ATOMIC_RELAXED);
+}
+
+void pkcs11_key_stats(const struct pkcs11_key *pk, struct pkcs11_key_stats *ret)
+{
+	ret->opens = __atomic_load_n(&pk->stats.opens, __ATOMIC_RELAXED);
+	ret->logins = __atomic_load_n(&pk->stats.logins, __ATOMIC_RELAXED);
+	ret->lookups = __atomic_load_n(&pk->stats.lookups, __ATOMIC_RELAXED);
+	ret->sign_calls = __atomic_load_n(&pk->stats.sign_calls, __ATOMIC_RELAXED);
 }
 
 void pkcs11_key_free(struct pkcs11_key *pk)

@@ -78,6 +78,25 @@ int pkcs11_key_health(const struct pkcs11_key *pk, const char **ret_why);
 /* Times the key was opened again after a failure (for metrics). */
 unsigned long pkcs11_key_reopens(const struct pkcs11_key *pk);
 
+/*
+ * What the key cost on its token so far (for metrics).  @opens: times it
+ * was opened and made usable (at start, after each re-open that worked):
+ * the slots listed, the PIN sent when needed, the objects searched, a
+ * session taken from libp11's pool.  @logins: C_Login calls made for it.
+ * @lookups: searches of the token's objects (keys, certificates).
+ * @sign_calls: signatures asked of the token through the kept handle
+ * (C_SignInit and C_Sign on a pooled session each), failed ones too.
+ * Reuse shows as @sign_calls growing while the others stay.
+ */
+struct pkcs11_key_stats {
+	unsigned long opens;
+	unsigned long logins;
+	unsigned long lookups;
+	unsigned long sign_calls;
+};
+
+void pkcs11_key_stats(const struct pkcs11_key *pk, struct pkcs11_key_stats *ret);
+
 /* Text for an error of this file; never NULL. */
 const char *pkcs11_strerror(int err);
 

@@ -343,6 +343,79 @@ print(sum(1 for v in c.values() if v > 1))')
 	grep -q "$(sha "$f")  $f" unsigned.sum
 }
 
+# ---- a pool of several `server` lines ---------------------------------------
+# builder_conf N...: the builder's config file, one `server` line per host
+# N, each by its own name (sign-N.farm.test, in the builder's /etc/hosts
+# and in host N's certificate); the builder's client reads it
+# (MODSIGN_CONFIG) and is given no --server.
+builder_conf() {
+	local n ns=mf${TAG}builder
+	{
+		echo "127.0.0.1 localhost"
+		for n in "$@"; do echo "198.18.0.$n sign-$n.farm.test"; done
+	} >"/etc/netns/$ns/hosts"
+	{
+		for n in "$@"; do echo "server = tls:sign-$n.farm.test:7787"; done
+		printf 'tls-ca = %s\ntls-cert = %s\ntls-key = %s\n' \
+			"$P/farm-ca.crt" "$P/builder.crt" "$P/builder.key"
+	} >client.conf
+}
+conf_builder() { # ARGS...: the client on the builder, its pool the config's servers
+	ip netns exec "mf${TAG}builder" env MODSIGN_CONFIG="$T/client.conf" "$C" "$@"
+}
+
+# Three `server` lines, the busiest host killed mid-batch: its requests go
+# to the other lines' hosts, every module is signed once, as the
+# reference, exit 0; the killed host named by its line.
+@test "farm-config-server-lines-pool-kill9-mid-batch-completes" {
+	farm 3
+	builder_conf 1 2 3
+	mods 400
+	conf_builder sign mods/*.ko 2>client.err &
+	cpid=$!
+	victim=$(busiest_after 20)
+	kill -9 "$(eval echo "\$PID_$victim")"
+	rc=0
+	wait "$cpid" || rc=$?
+	cat client.err
+	[ "$rc" -eq 0 ]
+	same_as_reference
+	grep -q "^modsign-client: tls:sign-$victim.farm.test:7787: .*sent to the other servers" client.err
+	refute grep -q "not signed" client.err
+	# Every line's host took part, the killed one only until it died.
+	for n in 1 2 3; do [ "$(oks "audit-$n.jsonl")" -gt 0 ]; done
+	[ "$(oks "audit-$victim.jsonl")" -lt 400 ]
+}
+
+# Twin: every listed server gone mid-batch (each killed): the batch fails
+# with one line saying no server is left, each server named by its line
+# as it went, the rest not signed, and each module untouched or whole.
+@test "farm-config-server-lines-all-gone-fails-naming-them" {
+	farm 3
+	builder_conf 1 2 3
+	mods 400
+	conf_builder sign mods/*.ko 2>client.err &
+	cpid=$!
+	busiest_after 20 >/dev/null
+	kill -9 "$PID_1" "$PID_2" "$PID_3"
+	rc=0
+	wait "$cpid" || rc=$?
+	[ "$rc" -eq 1 ]
+	grep -v 'not signed' client.err
+	for n in 1 2 3; do grep -q "^modsign-client: tls:sign-$n.farm.test:7787: " client.err; done
+	grep -q "; no server left: all 3 of the pool failed\$" client.err
+	grep -q "not signed" client.err
+	untouched_or_whole
+	# Started again with all of them down: refused at once, each named.
+	cp "$P/unsigned/$(head -n1 names)" x.ko
+	run conf_builder sign x.ko
+	assert_failure
+	for n in 1 2 3; do
+		assert_output --partial "cannot connect to modsignd at tls:sign-$n.farm.test:7787: "
+	done
+	cmp x.ko "$P/unsigned/$(head -n1 names)"
+}
+
 # ---- watching a farm: status --json and verify --json ------------------------
 # status --json asks every address of the pool: one host down is one
 # entry with ok false, and the farm still serves (exit 0).
@@ -490,13 +563,17 @@ link_up() {
 link_cut() { kill -- "-$(eval echo "\$FWD_$1")"; }
 
 # hsm_signer N: signing host N whose key default is the token's, through
-# p11-kit-client.so; and a key of its own, soft, off the token.
+# p11-kit-client.so; and a key of its own, soft, off the token.  With
+# HSM_DEBUG=rpc, p11-kit-client.so logs each call it sends over the link
+# (p11-kit's own debug output, "rpc_C_Sign: C_Sign: enter") to
+# modsignd-N.log.
 hsm_signer() {
 	local n=$1 addr=198.18.0.$1
 	host "s$n" "$addr" || return 1
 	link_up "$n" || return 1
 	MODSIGND=ip modsignd_start "$T/modsignd-$n.log" netns exec "mf${TAG}s$n" \
-		env P11_KIT_SERVER_ADDRESS="unix:path=$T/hsm-$n.sock" "$MODSIGND" \
+		env P11_KIT_SERVER_ADDRESS="unix:path=$T/hsm-$n.sock" \
+		P11_KIT_DEBUG="${HSM_DEBUG:-}" "$MODSIGND" \
 		--listen "tls:$addr:7787" --pkcs11-module "$P11_CLIENT" --pin-file "$T/pin" \
 		--key "default=pkcs11:token=modsign;object=farm;type=private" \
 		--key soft=ephemeral:ecdsa-p256 \
@@ -537,7 +614,7 @@ host1_signs() { # KEY FILE: host 1 alone signs FILE with KEY (the builder's
 	# While cut: refused at once, the other key still signs.
 	cp "$P/unsigned/$(head -n1 names)" x.ko
 	start=$(date +%s%N)
-	! host1_signs default x.ko
+	refute host1_signs default x.ko
 	[ $(( ($(date +%s%N) - start) / 1000000 )) -lt 3000 ]
 	grep -q "signing with key default failed" host1.err
 	host1_signs soft x.ko
@@ -564,4 +641,95 @@ host1_signs() { # KEY FILE: host 1 alone signs FILE with KEY (the builder's
 	[ $(($(date +%s) - start)) -lt 15 ]
 	assert_output --partial "signing with key default failed: PKCS#11 token unavailable"
 	untouched_or_whole
+}
+
+# ---- the token link's cost: sessions and handles reused ----------------------
+# rpc_calls LOG FROM [CALL]: the PKCS#11 calls p11-kit-client.so sent over
+# the link (HSM_DEBUG=rpc) after line FROM of LOG: CALL alone, else all.
+# p11-kit writes a debug line in three writes, so another thread's line
+# may land inside one: every occurrence is counted, not lines.
+rpc_calls() {
+	tail -n +"$(($2 + 1))" "$1" | { grep -oE " ${3:-C_[A-Za-z]+}: enter" || true; } | wc -l
+}
+
+# pkcs11_use FILE: key default's "opens logins lookups sign_calls".
+pkcs11_use() {
+	local c
+	for c in opens logins object_lookups sign_calls; do
+		metric "$1" "modsignd_pkcs11_${c}_total{key=\"default\"}"
+	done | paste -sd' '
+}
+
+# stop_signer N: SIGTERM, which writes the metrics file a last time.
+stop_signer() {
+	local pid
+	pid=$(eval echo "\$PID_$1")
+	kill "$pid"
+	wait "$pid" 2>/dev/null || true
+}
+
+# A batch of 200 over the link costs C_SignInit and C_Sign per signature
+# and nothing else: libp11's session pool and the key's kept object
+# handle are reused (no C_OpenSession, C_Login or C_FindObjects per
+# signature), and the daemon's counters show it: sign calls grow by the
+# batch, opens, logins and lookups stay as they were at start.
+@test "farm-hsm-open-reused-two-calls-per-signature" {
+	hsm_host
+	HSM_DEBUG=rpc hsm_signer 1
+	hosts_file builder 198.18.0.1
+	mods 200
+	n=$(ls mods/*.ko | wc -l)
+	eventually 10 test -s metrics-1.prom
+	read -r opens logins lookups calls < <(pkcs11_use metrics-1.prom)
+	[ "$opens" -ge 1 ]
+	[ "$logins" -ge 1 ]
+	[ "$lookups" -ge 1 ]
+	mark=$(wc -l <modsignd-1.log)
+	builder sign mods/*.ko
+	same_as_reference
+	stop_signer 1
+	log=modsignd-1.log
+	echo "over the link: $(rpc_calls $log "$mark") calls for $n signatures"
+	assert_equal "$(rpc_calls $log "$mark" C_SignInit)" "$n"
+	assert_equal "$(rpc_calls $log "$mark" C_Sign)" "$n"
+	assert_equal "$(rpc_calls $log "$mark" C_OpenSession)" 0
+	assert_equal "$(rpc_calls $log "$mark" C_Login)" 0
+	assert_equal "$(rpc_calls $log "$mark" C_FindObjectsInit)" 0
+	# and nothing else but the daemon's exit (C_CloseAllSessions, C_Finalize)
+	assert_equal "$(rpc_calls $log "$mark")" $((2 * n + 2))
+	assert_equal "$(pkcs11_use metrics-1.prom)" "$opens $logins $lookups $((calls + n))"
+}
+
+# Twin: the link cut and restored between two batches: the counters show
+# exactly the one re-open that brought the key back (one more open, one
+# more login, a new session over the link), and the second batch reuses
+# it as the first did.
+@test "farm-hsm-link-cut-restored-counts-exactly-the-reopen" {
+	hsm_host
+	HSM_DEBUG=rpc hsm_signer 1
+	hosts_file builder 198.18.0.1
+	mods 100
+	eventually 10 test -s metrics-1.prom
+	read -r opens logins _ _ < <(pkcs11_use metrics-1.prom)
+	mkdir one two
+	ls mods/*.ko | head -n 50 | xargs mv -t one/
+	mv mods/*.ko two/
+	builder sign one/*.ko
+	link_cut 1
+	cut=$(wc -l <modsignd-1.log)
+	cp "$P/unsigned/$(head -n1 names)" x.ko
+	refute host1_signs default x.ko
+	link_up 1
+	eventually 20 host1_signs default x.ko
+	assert [ "$(rpc_calls modsignd-1.log "$cut" C_OpenSession)" -ge 1 ]
+	mark=$(wc -l <modsignd-1.log)
+	builder sign two/*.ko
+	stop_signer 1
+	mv one/*.ko two/*.ko mods/
+	same_as_reference
+	read -r opens2 logins2 _ _ < <(pkcs11_use metrics-1.prom)
+	assert_equal "$opens2" $((opens + 1))
+	assert_equal "$logins2" $((logins + 1))
+	assert_equal "$(rpc_calls modsignd-1.log "$mark" C_OpenSession)" 0
+	assert_equal "$(rpc_calls modsignd-1.log "$mark" C_SignInit)" 50
 }
