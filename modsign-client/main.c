@@ -7,6 +7,7 @@
  * Hashing goes through OpenSSL's EVP, so a FIPS configuration applies.
  */
 #include <openssl/crypto.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "client.h"
@@ -22,12 +23,19 @@ static bool all_servers_local(const struct global *g)
 
 /*
  * Parsing openssl.cnf only matters for TLS (the system's security level
- * and cipher policy): skip it when every server is local.
+ * and cipher policy): skip it when every server is local.  No
+ * OPENSSL_cleanup() at exit: the process ends anyway, the client holds
+ * no secret that it would wipe (a TLS key is freed with its context),
+ * and kbuild's per-module path paid 6% of a client's instructions for it
+ * (docs/PERFORMANCE.md, "One client or two").
  */
 static void init_openssl(const struct global *g)
 {
+	uint64_t opts = OPENSSL_INIT_NO_ATEXIT;
+
 	if (all_servers_local(g))
-		OPENSSL_init_crypto(OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
+		opts |= OPENSSL_INIT_NO_LOAD_CONFIG;
+	OPENSSL_init_crypto(opts, NULL);
 }
 
 int main(int argc, char **argv)
