@@ -61,14 +61,18 @@ teardown() { case_teardown; }
 # DELAY seconds apart (one byte every 0.5 s: a frame never stalls for a
 # whole --stall-timeout, yet never ends).  Counts the replies it began in
 # $T/proxy.count.  With replay, every reply carries the signature of
-# the first (a server of the pool that answers for another module).
+# the first (a server of the pool that answers for another module); with
+# hold, no reply is passed on until $T/proxy.go exists (a slow server,
+# made deterministic).
 trickle_proxy() {
 	cat >"$T/proxy.py" <<'PY'
 import json, os, socket, struct, sys, threading, time
 path, daemon, delay, chunk = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
-replay = len(sys.argv) > 5 and sys.argv[5] == "replay"
+mode = sys.argv[5] if len(sys.argv) > 5 else ""
+replay = mode == "replay"
 saved = []
 count = os.path.join(os.path.dirname(path), "proxy.count")
+go = os.path.join(os.path.dirname(path), "proxy.go")
 lock = threading.Lock()
 n = 0
 def read_frame(s):
@@ -105,6 +109,8 @@ def serve(c):
             with lock:
                 n += 1
                 open(count, "w").write(str(n))
+                while mode == "hold" and not os.path.exists(go):
+                    time.sleep(0.05)
                 msg = json.loads(f[4:])
                 if replay and "signature" in msg:
                     # every module gets the first module's signature
@@ -289,4 +295,85 @@ all_by() { "$C" verify --cert "$1" $(find tree -name '*.ko') >/dev/null 2>&1; }
 	assert_success
 	assert_output --partial "unix:$T/replay.sock: its signature does not match the module"
 	"$C" verify --cert rsa.pem.crt $(cat list)
+}
+
+# ---- 7. a directory of the signature tree swapped for a link -------------
+# sign --detached made the tree's directories one level at a time with
+# O_NOFOLLOW, then wrote each signature by its path: whoever can write in
+# the tree swapped a directory for a link once the directories were made
+# and before the signatures came back, and root's signatures were written
+# where the link led.  A proxy holds the replies until the swap is made.
+
+# detached_held: sign --detached sigs --recursive tree, through a server
+# that holds its replies until proxy.go exists; returns once the daemon
+# has answered the first request (the tree's directories are made by
+# then).  $SIGNER is the client, its output goes to signer.out.
+detached_held() {
+	trickle_proxy "$T/hold.sock" 0 1048576 hold
+	"$C" --server "unix:$T/hold.sock" sign --detached sigs --recursive tree \
+		>signer.out 2>&1 3>&- &
+	SIGNER=$!
+	eventually "$BOUND" [ -s proxy.count ]
+}
+
+@test "detached-dir-swapped-for-link-before-write-not-followed" {
+	mkdir outside
+	detached_held
+	mv sigs/kernel/fs sigs/kernel/fs.made
+	ln -s "$T/outside" sigs/kernel/fs
+	touch proxy.go
+	local rc=0
+	wait "$SIGNER" || rc=$?
+	[ -z "$(ls outside)" ]
+	[ -z "$(ls sigs/kernel/fs.made)" ]
+	assert_equal "$rc" 1
+	run cat signer.out
+	assert_line "modsign-client: sigs/kernel/fs/a.ko.p7s: a directory on its path in the signature tree is a link or not a directory"
+	assert_line "modsign-client: sigs/kernel/fs/b.ko.p7s: a directory on its path in the signature tree is a link or not a directory"
+	assert_equal "${#lines[@]}" 2
+	# The module whose directory was left alone is signed.
+	cp pristine/kernel/net/c.ko c.ko
+	"$C" sign-file -s sigs/kernel/net/c.ko.p7s sha256 rsa.pem.crt c.ko
+	"$C" verify --cert rsa.pem.crt c.ko
+}
+
+@test "detached-twin-replies-held-no-swap-all-signed" {
+	detached_held
+	touch proxy.go
+	local rc=0
+	wait "$SIGNER" || rc=$?
+	assert_equal "$rc" 0
+	assert_equal "$(cat signer.out)" ""
+	cp -a pristine rebuilt
+	"$C" attach --from sigs --cert rsa.pem.crt --recursive rebuilt
+	"$C" verify --cert rsa.pem.crt $(find rebuilt -name '*.ko')
+}
+
+# attach --from read each signature O_NOFOLLOW, but by its path: a link
+# in place of a directory of the tree was followed, to files the tree's
+# owner never made there.
+@test "attach-link-in-tree-component-not-followed" {
+	"$C" sign --detached sigs --recursive tree
+	mv sigs/kernel/fs elsewhere
+	ln -s "$T/elsewhere" sigs/kernel/fs
+	cp -a pristine rebuilt
+	run "$C" attach --from sigs --cert rsa.pem.crt --recursive rebuilt
+	assert_failure 1
+	assert_line "modsign-client: sigs/kernel/fs/a.ko.p7s: cannot read signature: a directory on its path in the signature tree is a link or not a directory"
+	assert_equal "${#lines[@]}" 2
+	cmp pristine/kernel/fs/a.ko rebuilt/kernel/fs/a.ko
+	cmp pristine/kernel/fs/b.ko rebuilt/kernel/fs/b.ko
+	"$C" verify --cert rsa.pem.crt rebuilt/kernel/net/c.ko
+}
+
+@test "attach-twin-tree-itself-a-link-followed" {
+	# DIR itself is the caller's to name, a link or not: it is resolved
+	# once, and only what lies below it is walked without links.
+	"$C" sign --detached sigs --recursive tree
+	ln -s sigs sigs-link
+	cp -a pristine rebuilt
+	run "$C" attach --from sigs-link --cert rsa.pem.crt --recursive rebuilt
+	assert_success
+	assert_output ""
+	"$C" verify --cert rsa.pem.crt $(find rebuilt -name '*.ko')
 }
