@@ -56,6 +56,7 @@ struct sign_opts {
 			      * alone, the module untouched */
 	bool save_sig;       /* sign-file -p or -d: MODULE.p7s beside it */
 	const char *sigdir;  /* sign --detached DIR: a signature tree (paths.h) */
+	int sigfd;           /* its sigtree_open() */
 	const char *suffix;  /* its files' suffix */
 	const struct pathlist *roots; /* the --recursive trees, for its paths */
 };
@@ -158,6 +159,27 @@ static int check_signer(const struct sign_opts *o, json_object *reply)
 	return fp && strcmp(fp, o->expect_cert) == 0 ? 0 : -ENOKEY;
 }
 
+/* The signature alone into the signature tree, in the directory found
+ * now from the tree's descriptor: not by its path, which a link swapped
+ * into the tree since item_sig_path() would lead elsewhere. */
+static int write_in_tree(const struct sign_opts *o, struct item *it, const uint8_t *sig,
+			 size_t len)
+{
+	const char *name, *why = NULL;
+	int dirfd, r;
+
+	dirfd = sigtree_open_dir(o->sigfd, o->sigdir, it->p7s, true, &name);
+	if (dirfd < 0) {
+		warn_msg("%s: %s", it->p7s, sigtree_strerror(dirfd));
+		return dirfd;
+	}
+	r = modfile_write_detached_at(&it->m, dirfd, name, sig, len, &why);
+	close(dirfd);
+	if (r < 0)
+		warn_write(it->p7s, r, why);
+	return r;
+}
+
 /* The signature to the .p7s (if asked for), then into the module (unless
  * -d): sign-file's order. */
 static int item_write(const struct sign_opts *o, struct item *it, const uint8_t *sig,
@@ -166,13 +188,12 @@ static int item_write(const struct sign_opts *o, struct item *it, const uint8_t 
 	const char *why = NULL;
 	int r = 0;
 
-	if (it->p7s) {
-		r = modfile_write_detached(&it->m, it->p7s, sig, len, &why);
-		if (r < 0) {
-			warn_write(it->p7s, r, why);
-			return r;
-		}
-	}
+	if (it->p7s && o->sigdir)
+		r = write_in_tree(o, it, sig, len);
+	else if (it->p7s && (r = modfile_write_detached(&it->m, it->p7s, sig, len, &why)) < 0)
+		warn_write(it->p7s, r, why);
+	if (r < 0)
+		return r;
 	if (o->sign_only)
 		return 0;
 	r = modfile_commit(&it->m, sig, len, &why);
@@ -504,6 +525,7 @@ static int run_sign(const struct global *g, const struct sign_opts *o,
  */
 static int item_sig_path(const struct sign_opts *o, struct item *it)
 {
+	const char *name;
 	int r;
 
 	if (o->save_sig)
@@ -515,10 +537,12 @@ static int item_sig_path(const struct sign_opts *o, struct item *it)
 		item_fail(it, r, "a path with '..' has no place in the signature tree");
 		return 0;
 	}
-	if (r >= 0 && (r = sigtree_mkdirs(o->sigdir, it->p7s)) < 0) {
-		warn_msg("%s: cannot make its directory: %s", it->p7s, strerror(-r));
+	if (r >= 0 && (r = sigtree_open_dir(o->sigfd, o->sigdir, it->p7s, true, &name)) < 0) {
+		warn_msg("%s: cannot make its directory: %s", it->p7s, sigtree_strerror(r));
 		it->done = true;
 	}
+	if (r >= 0)
+		close(r);
 	return r == -ENOMEM ? r : 0;
 }
 
@@ -613,7 +637,8 @@ int cmd_sign(const struct global *g, int argc, char **argv)
 		{ "suffix", required_argument, NULL, 'S' },
 		{}
 	};
-	struct sign_opts o = { .md = digest_lookup(DIGEST_DEFAULT), .suffix = ".p7s" };
+	struct sign_opts o = { .md = digest_lookup(DIGEST_DEFAULT), .suffix = ".p7s",
+			       .sigfd = -1 };
 	struct pathlist trees = { 0 }, paths = { 0 };
 	bool use_stdin = false, suffix_set = false;
 	int c, r = EXIT_USAGE;
@@ -653,8 +678,15 @@ int cmd_sign(const struct global *g, int argc, char **argv)
 		warn_msg("sign: no modules given");
 		goto out;
 	}
+	if (o.sigdir && (o.sigfd = sigtree_open(o.sigdir, true)) < 0) {
+		warn_msg("%s: cannot make the signature tree: %s", o.sigdir, strerror(-o.sigfd));
+		r = 1;
+		goto out;
+	}
 	r = sign_paths(g, &o, &paths);
 out:
+	if (o.sigfd >= 0)
+		close(o.sigfd);
 	pathlist_free(&trees);
 	pathlist_free(&paths);
 	return r;
@@ -725,7 +757,7 @@ static int sign_file_opts(int argc, char **argv, bool raw_ok, struct sign_opts *
 
 int cmd_sign_file(const struct global *g, int argc, char **argv)
 {
-	struct sign_opts o = { 0 };
+	struct sign_opts o = { .sigfd = -1 };
 	struct item it = { .m.fd = -1 };
 	const char *dest = NULL;
 	bool raw;
@@ -763,7 +795,7 @@ int cmd_sign_file(const struct global *g, int argc, char **argv)
 int sign_file_paths(const struct global *g, int argc, char **argv,
 		    const struct pathlist *paths)
 {
-	struct sign_opts o = { 0 };
+	struct sign_opts o = { .sigfd = -1 };
 	bool raw;
 	int i, r;
 

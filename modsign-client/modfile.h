@@ -100,4 +100,9 @@ int modfile_commit(struct modfile *m, const uint8_t *sig, size_t sig_len,
 int modfile_write_detached(struct modfile *m, const char *dest, const uint8_t *sig,
 			   size_t sig_len, const char **ret_err);
 
+/* modfile_write_detached() to the file @name in the directory @dirfd
+ * (borrowed), which the caller resolved: nothing is reached by a path. */
+int modfile_write_detached_at(struct modfile *m, int dirfd, const char *name,
+			      const uint8_t *sig, size_t sig_len, const char **ret_err);
+
 #endif
