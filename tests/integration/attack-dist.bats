@@ -377,3 +377,28 @@ detached_held() {
 	assert_output ""
 	"$C" verify --cert rsa.pem.crt $(find rebuilt -name '*.ko')
 }
+
+# ---- 8. one signature file, spelled two ways -----------------------------
+# Row 44's check compared the signature paths as strings: "./kernel/x.ko"
+# (or "kernel//x.ko") and A's "kernel/x.ko" are one file in the tree, so
+# the second module's signature was written over the first's, exit 0.
+
+@test "detached-one-signature-path-spelled-two-ways-refused" {
+	mkdir -p A/kernel kernel
+	cp pristine/kernel/fs/a.ko A/kernel/x.ko
+	cp pristine/kernel/fs/b.ko kernel/x.ko
+	run "$C" sign --detached sigs --recursive A ./kernel//x.ko
+	assert_failure 1
+	assert_output "modsign-client: A/kernel/x.ko: its signature would go where ./kernel//x.ko's goes (sigs/kernel/x.ko.p7s); not signed"
+	cp -a kernel rebuilt
+	"$C" sign-file -s sigs/kernel/x.ko.p7s sha256 rsa.pem.crt rebuilt/x.ko
+}
+
+@test "detached-twin-spelled-path-has-its-place" {
+	mkdir kernel
+	cp pristine/kernel/fs/b.ko kernel/x.ko
+	run "$C" sign --detached sigs ./kernel//./x.ko
+	assert_success
+	assert_output ""
+	assert_equal "$(cd sigs && find . -type f)" "./kernel/x.ko.p7s"
+}
