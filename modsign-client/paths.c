@@ -125,16 +125,39 @@ static bool has_dotdot(const char *rel)
 	return false;
 }
 
+/* Drop the empty and "." components of the relative path @s, in place:
+ * one file of the tree has one spelling, which refuse_shared_sig_paths()
+ * (cmd-sign.c) compares. */
+static void drop_dot_components(char *s)
+{
+	char *out = s;
+
+	for (char *p = s; *p; p += strspn(p, "/")) {
+		size_t n = strcspn(p, "/");
+
+		if (n > 0 && !(n == 1 && p[0] == '.')) {
+			if (out != s)
+				*out++ = '/';
+			memmove(out, p, n);
+			out += n;
+		}
+		p += n;
+	}
+	*out = '\0';
+}
+
 int sigtree_path(const char *dir, const struct pathlist *roots, const char *module,
 		 const char *suffix, char **ret)
 {
-	const char *rel = NULL;
+	_cleanup_(freep) char *rel = NULL;
+	const char *in = NULL;
 
-	for (size_t i = 0; roots && i < roots->n && !rel; i++)
-		rel = below(roots->v[i], module);
+	for (size_t i = 0; roots && i < roots->n && !in; i++)
+		in = below(roots->v[i], module);
+	rel = strdup(in ?: module);
 	if (!rel)
-		rel = module;
-	rel += strspn(rel, "/");
+		return -ENOMEM;
+	drop_dot_components(rel);
 	if (!*rel || has_dotdot(rel))
 		return -EINVAL;
 	return asprintf(ret, "%s/%s%s", dir, rel, suffix) < 0 ? -ENOMEM : 0;

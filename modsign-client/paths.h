@@ -41,7 +41,8 @@ int pathlist_collect(int argc, char **argv, const struct pathlist *trees,
  * as given without its leading '/': so "sign --detached S -r A" and
  * "attach --from S -r B" pair A/x/m.ko with B/x/m.ko.
  *
- * Into *@ret (new string) goes "@dir/REL@suffix".  A path with a ".."
+ * Into *@ret (new string) goes "@dir/REL@suffix", REL without empty or
+ * "." components (one spelling for one file).  A path with a ".."
  * component is refused (-EINVAL): it would lead out of @dir.
  */
 int sigtree_path(const char *dir, const struct pathlist *roots, const char *module,
