@@ -62,8 +62,8 @@ teardown() { case_teardown; }
 # whole --stall-timeout, yet never ends).  Counts the replies it began in
 # $T/proxy.count.  With replay, every reply carries the signature of
 # the first (a server of the pool that answers for another module); with
-# hold, no reply is passed on until $T/proxy.go exists (a slow server,
-# made deterministic).
+# hold, no reply with a signature is passed on until $T/proxy.go exists
+# (a slow server, made deterministic), and $T/proxy.held says one waits.
 trickle_proxy() {
 	cat >"$T/proxy.py" <<'PY'
 import json, os, socket, struct, sys, threading, time
@@ -73,6 +73,7 @@ replay = mode == "replay"
 saved = []
 count = os.path.join(os.path.dirname(path), "proxy.count")
 go = os.path.join(os.path.dirname(path), "proxy.go")
+held = os.path.join(os.path.dirname(path), "proxy.held")
 lock = threading.Lock()
 n = 0
 def read_frame(s):
@@ -109,9 +110,11 @@ def serve(c):
             with lock:
                 n += 1
                 open(count, "w").write(str(n))
-                while mode == "hold" and not os.path.exists(go):
-                    time.sleep(0.05)
                 msg = json.loads(f[4:])
+                if mode == "hold" and "signature" in msg:
+                    open(held, "w").close()
+                    while not os.path.exists(go):
+                        time.sleep(0.05)
                 if replay and "signature" in msg:
                     # every module gets the first module's signature
                     saved.append(msg["signature"])
@@ -304,17 +307,21 @@ all_by() { "$C" verify --cert "$1" $(find tree -name '*.ko') >/dev/null 2>&1; }
 # and before the signatures came back, and root's signatures were written
 # where the link led.  A proxy holds the replies until the swap is made.
 
-# detached_held: sign --detached sigs --recursive tree, through a server
-# that holds its replies until proxy.go exists; returns once the daemon
-# has answered the first request (the tree's directories are made by
-# then).  $SIGNER is the client, its output goes to signer.out.
-detached_held() {
+# held_start ARGS...: modsign-client ARGS (standard input from
+# $HELD_STDIN, else /dev/null) through a server that holds its signatures
+# until proxy.go exists; returns once the daemon has signed the first
+# request (every module of a small batch is opened, and the tree's
+# directories are made, by then).  $SIGNER is the client, its output
+# goes to signer.out.
+held_start() {
 	trickle_proxy "$T/hold.sock" 0 1048576 hold
-	"$C" --server "unix:$T/hold.sock" sign --detached sigs --recursive tree \
+	"$C" --server "unix:$T/hold.sock" "$@" <"${HELD_STDIN:-/dev/null}" \
 		>signer.out 2>&1 3>&- &
 	SIGNER=$!
-	eventually "$BOUND" [ -s proxy.count ]
+	eventually "$BOUND" [ -e proxy.held ]
 }
+
+detached_held() { held_start sign --detached sigs --recursive tree; }
 
 @test "detached-dir-swapped-for-link-before-write-not-followed" {
 	mkdir outside
@@ -401,4 +408,51 @@ detached_held() {
 	assert_success
 	assert_output ""
 	assert_equal "$(cd sigs && find . -type f)" "./kernel/x.ko.p7s"
+}
+
+# ---- 9. sign-file -d/-p: a module's directory swapped for a link --------
+# The .p7s went to its path as it was when the signature came back, the
+# module was read (and, -p, replaced) in the directory opened at the
+# start: whoever owns a directory on the module's path swapped it for a
+# link in between, and root's .p7s was written where the link led (row 1,
+# for the signature file).  Now it goes beside the module that was read.
+
+# batch_swapped OPT: sign-file --batch OPT over tree/, kernel/fs swapped
+# for a link to outside/ while the signatures are held.
+batch_swapped() {
+	mkdir outside
+	find tree -name '*.ko' | sort >list
+	HELD_STDIN=list held_start sign-file --batch "$1" sha256 modsign:default rsa.pem.crt
+	mv tree/kernel/fs tree/kernel/fs.read
+	ln -s "$T/outside" tree/kernel/fs
+	touch proxy.go
+	local rc=0
+	wait "$SIGNER" || rc=$?
+	[ -z "$(ls outside)" ]
+	assert_equal "$rc" 0
+	assert_equal "$(cat signer.out)" ""
+	cp pristine/kernel/fs/a.ko pristine/kernel/fs/b.ko .
+	"$C" sign-file -s tree/kernel/fs.read/a.ko.p7s sha256 rsa.pem.crt a.ko
+	"$C" sign-file -s tree/kernel/fs.read/b.ko.p7s sha256 rsa.pem.crt b.ko
+}
+
+@test "batch-d-dir-swapped-for-link-p7s-beside-the-module-read" {
+	batch_swapped -d
+	cmp pristine/kernel/fs/a.ko tree/kernel/fs.read/a.ko
+}
+
+@test "batch-p-dir-swapped-for-link-p7s-beside-the-module-signed" {
+	batch_swapped -p
+	"$C" verify --cert rsa.pem.crt tree/kernel/fs.read/a.ko tree/kernel/fs.read/b.ko
+}
+
+@test "batch-twin-replies-held-no-swap-p7s-beside-each-module" {
+	find tree -name '*.ko' | sort >list
+	HELD_STDIN=list held_start sign-file --batch -d sha256 modsign:default rsa.pem.crt
+	touch proxy.go
+	local rc=0
+	wait "$SIGNER" || rc=$?
+	assert_equal "$rc" 0
+	[ -f tree/kernel/fs/a.ko.p7s ] && [ -f tree/kernel/fs/b.ko.p7s ] &&
+		[ -f tree/kernel/net/c.ko.p7s ]
 }
