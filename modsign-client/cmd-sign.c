@@ -66,6 +66,9 @@ struct item {
 	const char *dest; /* NULL: in place */
 	char *p7s;        /* where the signature alone goes too; NULL: nowhere.
 			   * Owned: freed by sign_paths(). */
+	int p7s_dirfd;    /* sign-file -d/-p: its directory, resolved with the
+			   * module's (m.dirfd's in place), -1 until then */
+	char p7s_name[NAME_MAX + 1]; /* its name there */
 	struct modfile m;
 	uint8_t digest[DIGEST_MAX_LEN];
 	size_t digest_len;     /* 0: not hashed yet */
@@ -97,11 +100,36 @@ static json_object *sign_request(uint64_t id, const struct sign_opts *o,
 	return req;
 }
 
+static void item_close(struct item *it)
+{
+	if (it->p7s_dirfd >= 0 && it->p7s_dirfd != it->m.dirfd)
+		close(it->p7s_dirfd);
+	it->p7s_dirfd = -1;
+	modfile_close(&it->m);
+}
+
 static void item_fail(struct item *it, int r, const char *why)
 {
 	warn_msg("%s: %s", it->path, why ?: strerror(-r));
-	modfile_close(&it->m);
+	item_close(it);
 	it->done = true;
+}
+
+/*
+ * sign-file -d/-p: the directory of MODULE.p7s, resolved now, with the
+ * module's, and written in later: a directory on the path swapped for a
+ * link meanwhile cannot send the .p7s away from the module that was read
+ * (or replaced in place, in the directory modfile_open() holds).
+ */
+static int item_open_p7s_dir(struct item *it)
+{
+	if (it->m.dirfd >= 0 && !it->dest) {
+		it->p7s_dirfd = it->m.dirfd;
+		return (size_t)snprintf(it->p7s_name, sizeof(it->p7s_name), "%s.p7s",
+					it->m.name) < sizeof(it->p7s_name) ? 0 : -ENAMETOOLONG;
+	}
+	it->p7s_dirfd = modfile_open_dir(it->p7s, it->p7s_name, sizeof(it->p7s_name));
+	return it->p7s_dirfd < 0 ? it->p7s_dirfd : 0;
 }
 
 /* Open and hash; false (said, and the item done) if the file is bad. */
@@ -118,6 +146,12 @@ static bool item_hash(const struct sign_opts *o, struct item *it)
 	r = modfile_digest(&it->m, o->md, it->digest, &it->digest_len);
 	if (r < 0) {
 		item_fail(it, r, r == -ESTALE ? "changed while being read" : NULL);
+		return false;
+	}
+	if (o->save_sig && (r = item_open_p7s_dir(it)) < 0) {
+		warn_write(it->p7s, r, "cannot open its directory");
+		item_close(it);
+		it->done = true;
 		return false;
 	}
 	return true;
@@ -190,7 +224,8 @@ static int item_write(const struct sign_opts *o, struct item *it, const uint8_t 
 
 	if (it->p7s && o->sigdir)
 		r = write_in_tree(o, it, sig, len);
-	else if (it->p7s && (r = modfile_write_detached(&it->m, it->p7s, sig, len, &why)) < 0)
+	else if (it->p7s && (r = modfile_write_detached_at(&it->m, it->p7s_dirfd, it->p7s_name,
+							    sig, len, &why)) < 0)
 		warn_write(it->p7s, r, why);
 	if (r < 0)
 		return r;
@@ -235,7 +270,7 @@ static void item_finish(const struct sign_opts *o, struct item *it,
 	} else {
 		r = item_write(o, it, sig, len);
 	}
-	modfile_close(&it->m);
+	item_close(it);
 	it->done = true;
 	it->ok = r >= 0;
 }
@@ -479,7 +514,7 @@ static size_t batch_sign(struct batch *b)
 				 b->why[0] ? b->why : "no server left");
 		if (!it->ok)
 			failed++;
-		modfile_close(&it->m);
+		item_close(it);
 	}
 	pool_close(&b->pool);
 	return failed;
@@ -512,7 +547,7 @@ static int run_sign(const struct global *g, const struct sign_opts *o,
 		r = pool_open(&b.pool, g);
 	if (r < 0) {
 		if (n > 0)
-			modfile_close(&items[0].m);
+			item_close(&items[0]);
 		return 1;
 	}
 	return batch_sign(&b) ? 1 : 0;
@@ -594,7 +629,7 @@ static int sign_paths(const struct global *g, const struct sign_opts *o,
 	if (!items)
 		return 1;
 	for (size_t i = 0; i < paths->n && r >= 0; i++) {
-		items[i] = (struct item){ .path = paths->v[i], .m.fd = -1 };
+		items[i] = (struct item){ .path = paths->v[i], .p7s_dirfd = -1, .m.fd = -1 };
 		r = item_sig_path(o, &items[i]);
 	}
 	if (r >= 0)
@@ -758,7 +793,7 @@ static int sign_file_opts(int argc, char **argv, bool raw_ok, struct sign_opts *
 int cmd_sign_file(const struct global *g, int argc, char **argv)
 {
 	struct sign_opts o = { .sigfd = -1 };
-	struct item it = { .m.fd = -1 };
+	struct item it = { .p7s_dirfd = -1, .m.fd = -1 };
 	const char *dest = NULL;
 	bool raw;
 	int i, r;

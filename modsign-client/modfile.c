@@ -53,7 +53,7 @@ static int split_path(const char *path, char **ret_dir, char *name, size_t size)
  * systems): what the path named when we were asked is what we sign; it is
  * a rename after this point that must not redirect us.
  */
-static int open_dir(const char *path, char *name, size_t size)
+int modfile_open_dir(const char *path, char *name, size_t size)
 {
 	_cleanup_(freep) char *dir = NULL;
 	int r = split_path(path, &dir, name, size), fd;
@@ -72,7 +72,7 @@ static int open_dir(const char *path, char *name, size_t size)
 /* In place: the directory, then the module in it, never through a link. */
 static int open_in_dir(const char *path, struct modfile *m)
 {
-	int dfd = open_dir(path, m->name, sizeof(m->name)), fd;
+	int dfd = modfile_open_dir(path, m->name, sizeof(m->name)), fd;
 
 	if (dfd < 0)
 		return dfd;
@@ -404,7 +404,7 @@ int modfile_prepare(struct modfile *m, const char *dest, const char **ret_err)
 	if (!m->in_place) {
 		if (m->dirfd >= 0)
 			close(m->dirfd);
-		m->dirfd = open_dir(dest, m->name, sizeof(m->name));
+		m->dirfd = modfile_open_dir(dest, m->name, sizeof(m->name));
 		if (m->dirfd < 0) {
 			r = m->dirfd;
 			m->dirfd = -1;
@@ -483,15 +483,3 @@ int modfile_write_detached_at(struct modfile *m, int dirfd, const char *name,
 	return r;
 }
 
-int modfile_write_detached(struct modfile *m, const char *dest, const uint8_t *sig,
-			   size_t sig_len, const char **ret_err)
-{
-	char name[NAME_MAX + 1];
-	int dirfd = open_dir(dest, name, sizeof(name)), r;
-
-	if (dirfd < 0)
-		return (*ret_err = "cannot open its directory"), dirfd;
-	r = modfile_write_detached_at(m, dirfd, name, sig, sig_len, ret_err);
-	close(dirfd);
-	return r;
-}
