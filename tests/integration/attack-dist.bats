@@ -6,21 +6,13 @@
 # daemon on a key made at run time.
 
 load ../common
+load dist
 
 BOUND=30 # seconds: a case that takes longer is the hang it checks for
 
 setup() {
 	case_setup
-	make_pem_key "$T/rsa.pem" rsa:2048
-	start_daemon "$T/sock" --key "default=$T/rsa.pem"
-	export MODSIGN_SERVER=unix:$T/sock
-	mkdir -p tree/kernel/fs tree/kernel/net
-	local mods=($(real_modules 3)) i=0
-	for d in kernel/fs/a.ko kernel/fs/b.ko kernel/net/c.ko; do
-		cp "${mods[i++]}" "tree/$d"
-		"$C" strip "tree/$d"
-	done
-	cp -a tree pristine
+	dist_setup
 }
 
 teardown() { case_teardown; }
