@@ -482,4 +482,3 @@ int modfile_write_detached_at(struct modfile *m, int dirfd, const char *name,
 		close(d.out);
 	return r;
 }
-
