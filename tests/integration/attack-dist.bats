@@ -55,7 +55,8 @@ teardown() { case_teardown; }
 # $T/proxy.count.  With replay, every reply carries the signature of
 # the first (a server of the pool that answers for another module); with
 # hold, no reply with a signature is passed on until $T/proxy.go exists
-# (a slow server, made deterministic), and $T/proxy.held says one waits.
+# (a slow server, made deterministic), and $T/proxy.held says one waits;
+# $T/proxy.asked counts the sign requests passed on.
 trickle_proxy() {
 	cat >"$T/proxy.py" <<'PY'
 import json, os, socket, struct, sys, threading, time
@@ -66,6 +67,8 @@ saved = []
 count = os.path.join(os.path.dirname(path), "proxy.count")
 go = os.path.join(os.path.dirname(path), "proxy.go")
 held = os.path.join(os.path.dirname(path), "proxy.held")
+asked = os.path.join(os.path.dirname(path), "proxy.asked")
+n_sign = 0
 lock = threading.Lock()
 n = 0
 def read_frame(s):
@@ -88,10 +91,15 @@ def serve(c):
     up = socket.socket(socket.AF_UNIX)
     up.connect(daemon)
     def pump():
+        global n_sign
         while True:
             f = read_frame(c)
             if f is None:
                 return
+            if json.loads(f[4:]).get("op") == "sign":
+                with lock:
+                    n_sign += 1
+                    open(asked, "w").write(str(n_sign))
             up.sendall(f)
     threading.Thread(target=pump, daemon=True).start()
     try:
@@ -103,16 +111,16 @@ def serve(c):
                 n += 1
                 open(count, "w").write(str(n))
                 msg = json.loads(f[4:])
-                if mode == "hold" and "signature" in msg:
-                    open(held, "w").close()
-                    while not os.path.exists(go):
-                        time.sleep(0.05)
                 if replay and "signature" in msg:
                     # every module gets the first module's signature
                     saved.append(msg["signature"])
                     msg["signature"] = saved[0]
                     body = json.dumps(msg).encode()
                     f = struct.pack(">I", len(body)) + body
+            if mode == "hold" and "signature" in msg:  # not holding the lock
+                open(held, "w").close()
+                while not os.path.exists(go):
+                    time.sleep(0.05)
             for i in range(0, len(f), chunk):
                 c.sendall(f[i:i + chunk])
                 time.sleep(delay)
@@ -302,15 +310,17 @@ all_by() { "$C" verify --cert "$1" $(find tree -name '*.ko') >/dev/null 2>&1; }
 # held_start ARGS...: modsign-client ARGS (standard input from
 # $HELD_STDIN, else /dev/null) through a server that holds its signatures
 # until proxy.go exists; returns once the daemon has signed the first
-# request (every module of a small batch is opened, and the tree's
-# directories are made, by then).  $SIGNER is the client, its output
-# goes to signer.out.
+# request and the client has asked for all three modules of tree/ (each
+# is opened, and the signature tree's directories are made, before its
+# request is sent).  $SIGNER is the client, its output goes to
+# signer.out.
 held_start() {
 	trickle_proxy "$T/hold.sock" 0 1048576 hold
 	"$C" --server "unix:$T/hold.sock" "$@" <"${HELD_STDIN:-/dev/null}" \
 		>signer.out 2>&1 3>&- &
 	SIGNER=$!
 	eventually "$BOUND" [ -e proxy.held ]
+	eventually "$BOUND" [ "$(cat proxy.asked 2>/dev/null)" = 3 ]
 }
 
 detached_held() { held_start sign --detached sigs --recursive tree; }
