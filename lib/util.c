@@ -185,12 +185,18 @@ int buf_grow(uint8_t **buf, size_t *cap, size_t len, size_t max)
 
 int read_file(const char *path, size_t max, int open_flags, char **ret, size_t *ret_len)
 {
+	return read_file_at(AT_FDCWD, path, max, open_flags, ret, ret_len);
+}
+
+int read_file_at(int dirfd, const char *path, size_t max, int open_flags, char **ret,
+		 size_t *ret_len)
+{
 	_cleanup_(closep) int fd = -1;
 	_cleanup_(freep) char *buf = NULL;
 	struct stat st;
 	ssize_t n;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | open_flags);
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | open_flags);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0)

@@ -53,6 +53,11 @@ int buf_grow(uint8_t **buf, size_t *cap, size_t len, size_t max);
  */
 int read_file(const char *path, size_t max, int open_flags, char **ret, size_t *ret_len);
 
+/* read_file() of @path relative to the directory @dirfd (AT_FDCWD: the
+ * current one). */
+int read_file_at(int dirfd, const char *path, size_t max, int open_flags, char **ret,
+		 size_t *ret_len);
+
 /*
  * Length of the well-formed UTF-8 sequence (RFC 3629: shortest form, no
  * surrogates, at most U+10FFFF) that @s starts with, 0 if it does not start

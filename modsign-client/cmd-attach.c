@@ -33,6 +33,7 @@ struct attach_opts {
 	const char *cert_path;
 	const struct digest *md;   /* NULL: any hash the kernel takes */
 	const char *sigdir;        /* attach --from DIR */
+	int sigfd;                 /* its sigtree_open() */
 	const char *suffix;
 	const struct pathlist *roots;
 };
@@ -50,13 +51,16 @@ static void warn_verify(const struct attach_opts *o, const char *module, int r)
 		warn_msg("%s: %s", module, verify_reason(r));
 }
 
-/* The signature file: a regular file, not through a link, at most what a
- * module trailer can hold.  O_NONBLOCK: a FIFO planted in the tree is
- * refused as not a regular file instead of holding the open for ever. */
-static int read_sig(const char *path, uint8_t **ret, size_t *ret_len)
+/* The signature file @name in @dirfd (@path in messages): a regular
+ * file, not through a link, at most what a module trailer can hold.
+ * O_NONBLOCK: a FIFO planted in the tree is refused as not a regular file
+ * instead of holding the open for ever. */
+static int read_sig(int dirfd, const char *name, const char *path, uint8_t **ret,
+		    size_t *ret_len)
 {
 	char *buf = NULL;
-	int r = read_file(path, MODSIG_MAX_SIG, O_NOFOLLOW | O_NONBLOCK, &buf, ret_len);
+	int r = read_file_at(dirfd, name, MODSIG_MAX_SIG, O_NOFOLLOW | O_NONBLOCK, &buf,
+			     ret_len);
 
 	if (r == 0 && *ret_len == 0) {
 		free(buf);
@@ -97,18 +101,14 @@ static int attach_open(const struct attach_opts *o, struct modfile *m,
 	return r;
 }
 
+/* Verify the signature @sig (@len bytes) over @module, then write it in. */
 static int attach_one(const struct attach_opts *o, const char *module,
-		      const char *dest, const char *sig_path)
+		      const char *dest, const uint8_t *sig, size_t len)
 {
-	_cleanup_(freep) uint8_t *sig = NULL;
 	struct modfile m;
 	const char *why;
-	size_t len;
 	int r;
 
-	r = read_sig(sig_path, &sig, &len);
-	if (r < 0)
-		return r;
 	r = modfile_open(module, dest == NULL, &m, &why);
 	if (r < 0) {
 		warn_msg("%s: %s", module, why ?: strerror(-r));
@@ -132,7 +132,9 @@ int attach_sign_file(const char *sig, const char *hash, const char *x509,
 		     const char *module, const char *dest)
 {
 	_cleanup_(X509_freep) X509 *cert = NULL;
-	struct attach_opts o = { .cert_path = x509, .md = digest_lookup(hash) };
+	_cleanup_(freep) uint8_t *raw = NULL;
+	struct attach_opts o = { .cert_path = x509, .md = digest_lookup(hash), .sigfd = -1 };
+	size_t len;
 
 	if (!o.md) {
 		warn_msg("hash '%s' not allowed: use sha256, sha384 or sha512", hash);
@@ -141,7 +143,26 @@ int attach_sign_file(const char *sig, const char *hash, const char *x509,
 	if (load_cert(x509, &cert) < 0)
 		return 1;
 	o.cert = cert;
-	return attach_one(&o, module, dest, sig) < 0 ? 1 : 0;
+	if (read_sig(AT_FDCWD, sig, sig, &raw, &len) < 0)
+		return 1;
+	return attach_one(&o, module, dest, raw, len) < 0 ? 1 : 0;
+}
+
+/* The signature at @path in the tree, read from the tree's descriptor one
+ * level at a time, never through a link. */
+static int read_tree_sig(const struct attach_opts *o, const char *path, uint8_t **ret,
+			 size_t *ret_len)
+{
+	const char *name;
+	int dirfd = sigtree_open_dir(o->sigfd, o->sigdir, path, false, &name), r;
+
+	if (dirfd < 0) {
+		warn_msg("%s: cannot read signature: %s", path, sigtree_strerror(dirfd));
+		return dirfd;
+	}
+	r = read_sig(dirfd, name, path, ret, ret_len);
+	close(dirfd);
+	return r;
 }
 
 /* Each module with its signature from the tree; how many failed. */
@@ -150,16 +171,18 @@ static size_t attach_paths(const struct attach_opts *o, const struct pathlist *p
 	size_t failed = 0;
 
 	for (size_t i = 0; i < paths->n; i++) {
-		_cleanup_(freep) char *sig = NULL;
-		int r = sigtree_path(o->sigdir, o->roots, paths->v[i], o->suffix, &sig);
+		_cleanup_(freep) char *path = NULL;
+		_cleanup_(freep) uint8_t *sig = NULL;
+		size_t len = 0;
+		int r = sigtree_path(o->sigdir, o->roots, paths->v[i], o->suffix, &path);
 
 		if (r == -EINVAL)
 			warn_msg("%s: a path with '..' has no place in the signature tree",
 				 paths->v[i]);
 		else if (r < 0)
 			warn_msg("%s", strerror(-r));
-		else
-			r = attach_one(o, paths->v[i], NULL, sig);
+		else if ((r = read_tree_sig(o, path, &sig, &len)) >= 0)
+			r = attach_one(o, paths->v[i], NULL, sig, len);
 		failed += r < 0;
 	}
 	return failed;
@@ -184,7 +207,7 @@ int cmd_attach(const struct global *g _unused_, int argc, char **argv)
 		{}
 	};
 	_cleanup_(X509_freep) X509 *cert = NULL;
-	struct attach_opts o = { .suffix = ".p7s" };
+	struct attach_opts o = { .suffix = ".p7s", .sigfd = -1 };
 	struct pathlist trees = { 0 }, paths = { 0 };
 	bool use_stdin = false;
 	int c, r = EXIT_USAGE;
@@ -226,8 +249,16 @@ int cmd_attach(const struct global *g _unused_, int argc, char **argv)
 		goto out;
 	}
 	o.cert = cert;
+	o.sigfd = sigtree_open(o.sigdir, false);
+	if (o.sigfd < 0) {
+		warn_msg("%s: cannot open the signature tree: %s", o.sigdir, strerror(-o.sigfd));
+		r = 1;
+		goto out;
+	}
 	r = attach_paths(&o, &paths) ? 1 : 0;
 out:
+	if (o.sigfd >= 0)
+		close(o.sigfd);
 	pathlist_free(&trees);
 	pathlist_free(&paths);
 	return r;

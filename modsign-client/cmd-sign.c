@@ -57,6 +57,7 @@ struct sign_opts {
 			      * alone, the module untouched */
 	bool save_sig;       /* sign-file -p or -d: MODULE.p7s beside it */
 	const char *sigdir;  /* sign --detached DIR: a signature tree (paths.h) */
+	int sigfd;           /* its sigtree_open() */
 	const char *suffix;  /* its files' suffix */
 	const struct pathlist *roots; /* the --recursive trees, for its paths */
 };
@@ -66,6 +67,9 @@ struct item {
 	const char *dest; /* NULL: in place */
 	char *p7s;        /* where the signature alone goes too; NULL: nowhere.
 			   * Owned: freed by sign_paths(). */
+	int p7s_dirfd;    /* sign-file -d/-p: its directory, resolved with the
+			   * module's (m.dirfd's in place), -1 until then */
+	char p7s_name[NAME_MAX + 1]; /* its name there */
 	struct modfile m;
 	uint8_t digest[DIGEST_MAX_LEN];
 	size_t digest_len;     /* 0: not hashed yet */
@@ -97,11 +101,36 @@ static json_object *sign_request(uint64_t id, const struct sign_opts *o,
 	return req;
 }
 
+static void item_close(struct item *it)
+{
+	if (it->p7s_dirfd >= 0 && it->p7s_dirfd != it->m.dirfd)
+		close(it->p7s_dirfd);
+	it->p7s_dirfd = -1;
+	modfile_close(&it->m);
+}
+
 static void item_fail(struct item *it, int r, const char *why)
 {
 	warn_msg("%s: %s", it->path, why ?: strerror(-r));
-	modfile_close(&it->m);
+	item_close(it);
 	it->done = true;
+}
+
+/*
+ * sign-file -d/-p: the directory of MODULE.p7s, resolved now, with the
+ * module's, and written in later: a directory on the path swapped for a
+ * link meanwhile cannot send the .p7s away from the module that was read
+ * (or replaced in place, in the directory modfile_open() holds).
+ */
+static int item_open_p7s_dir(struct item *it)
+{
+	if (it->m.dirfd >= 0 && !it->dest) {
+		it->p7s_dirfd = it->m.dirfd;
+		return (size_t)snprintf(it->p7s_name, sizeof(it->p7s_name), "%s.p7s",
+					it->m.name) < sizeof(it->p7s_name) ? 0 : -ENAMETOOLONG;
+	}
+	it->p7s_dirfd = modfile_open_dir(it->p7s, it->p7s_name, sizeof(it->p7s_name));
+	return it->p7s_dirfd < 0 ? it->p7s_dirfd : 0;
 }
 
 /* Open and hash; false (said, and the item done) if the file is bad. */
@@ -118,6 +147,12 @@ static bool item_hash(const struct sign_opts *o, struct item *it)
 	r = modfile_digest(&it->m, o->md, it->digest, &it->digest_len);
 	if (r < 0) {
 		item_fail(it, r, r == -ESTALE ? "changed while being read" : NULL);
+		return false;
+	}
+	if (o->save_sig && (r = item_open_p7s_dir(it)) < 0) {
+		warn_write(it->p7s, r, "cannot open its directory");
+		item_close(it);
+		it->done = true;
 		return false;
 	}
 	return true;
@@ -159,6 +194,27 @@ static int check_signer(const struct sign_opts *o, json_object *reply)
 	return fp && strcmp(fp, o->expect_cert) == 0 ? 0 : -ENOKEY;
 }
 
+/* The signature alone into the signature tree, in the directory found
+ * now from the tree's descriptor: not by its path, which a link swapped
+ * into the tree since item_sig_path() would lead elsewhere. */
+static int write_in_tree(const struct sign_opts *o, struct item *it, const uint8_t *sig,
+			 size_t len)
+{
+	const char *name, *why = NULL;
+	int dirfd, r;
+
+	dirfd = sigtree_open_dir(o->sigfd, o->sigdir, it->p7s, true, &name);
+	if (dirfd < 0) {
+		warn_msg("%s: %s", it->p7s, sigtree_strerror(dirfd));
+		return dirfd;
+	}
+	r = modfile_write_detached_at(&it->m, dirfd, name, sig, len, &why);
+	close(dirfd);
+	if (r < 0)
+		warn_write(it->p7s, r, why);
+	return r;
+}
+
 /* The signature to the .p7s (if asked for), then into the module (unless
  * -d): sign-file's order. */
 static int item_write(const struct sign_opts *o, struct item *it, const uint8_t *sig,
@@ -167,13 +223,13 @@ static int item_write(const struct sign_opts *o, struct item *it, const uint8_t 
 	const char *why = NULL;
 	int r = 0;
 
-	if (it->p7s) {
-		r = modfile_write_detached(&it->m, it->p7s, sig, len, &why);
-		if (r < 0) {
-			warn_write(it->p7s, r, why);
-			return r;
-		}
-	}
+	if (it->p7s && o->sigdir)
+		r = write_in_tree(o, it, sig, len);
+	else if (it->p7s && (r = modfile_write_detached_at(&it->m, it->p7s_dirfd, it->p7s_name,
+							    sig, len, &why)) < 0)
+		warn_write(it->p7s, r, why);
+	if (r < 0)
+		return r;
 	if (o->sign_only)
 		return 0;
 	r = modfile_commit(&it->m, sig, len, &why);
@@ -215,7 +271,7 @@ static void item_finish(const struct sign_opts *o, struct item *it,
 	} else {
 		r = item_write(o, it, sig, len);
 	}
-	modfile_close(&it->m);
+	item_close(it);
 	it->done = true;
 	it->ok = r >= 0;
 }
@@ -461,7 +517,7 @@ static size_t batch_sign(struct batch *b)
 				 b->why[0] ? b->why : "no server left");
 		if (!it->ok)
 			failed++;
-		modfile_close(&it->m);
+		item_close(it);
 	}
 	pool_close(&b->pool);
 	return failed;
@@ -494,7 +550,7 @@ static int run_sign(const struct global *g, const struct sign_opts *o,
 		r = pool_open(&b.pool, g);
 	if (r < 0) {
 		if (n > 0)
-			modfile_close(&items[0].m);
+			item_close(&items[0]);
 		return 1;
 	}
 	return batch_sign(&b) ? 1 : 0;
@@ -507,6 +563,7 @@ static int run_sign(const struct global *g, const struct sign_opts *o,
  */
 static int item_sig_path(const struct sign_opts *o, struct item *it)
 {
+	const char *name;
 	int r;
 
 	if (o->save_sig)
@@ -518,10 +575,12 @@ static int item_sig_path(const struct sign_opts *o, struct item *it)
 		item_fail(it, r, "a path with '..' has no place in the signature tree");
 		return 0;
 	}
-	if (r >= 0 && (r = sigtree_mkdirs(o->sigdir, it->p7s)) < 0) {
-		warn_msg("%s: cannot make its directory: %s", it->p7s, strerror(-r));
+	if (r >= 0 && (r = sigtree_open_dir(o->sigfd, o->sigdir, it->p7s, true, &name)) < 0) {
+		warn_msg("%s: cannot make its directory: %s", it->p7s, sigtree_strerror(r));
 		it->done = true;
 	}
+	if (r >= 0)
+		close(r);
 	return r == -ENOMEM ? r : 0;
 }
 
@@ -573,7 +632,7 @@ static int sign_paths(const struct global *g, const struct sign_opts *o,
 	if (!items)
 		return 1;
 	for (size_t i = 0; i < paths->n && r >= 0; i++) {
-		items[i] = (struct item){ .path = paths->v[i], .m.fd = -1 };
+		items[i] = (struct item){ .path = paths->v[i], .p7s_dirfd = -1, .m.fd = -1 };
 		r = item_sig_path(o, &items[i]);
 	}
 	if (r >= 0)
@@ -616,7 +675,8 @@ int cmd_sign(const struct global *g, int argc, char **argv)
 		{ "suffix", required_argument, NULL, 'S' },
 		{}
 	};
-	struct sign_opts o = { .md = digest_lookup(DIGEST_DEFAULT), .suffix = ".p7s" };
+	struct sign_opts o = { .md = digest_lookup(DIGEST_DEFAULT), .suffix = ".p7s",
+			       .sigfd = -1 };
 	struct pathlist trees = { 0 }, paths = { 0 };
 	bool use_stdin = false, suffix_set = false;
 	int c, r = EXIT_USAGE;
@@ -656,8 +716,15 @@ int cmd_sign(const struct global *g, int argc, char **argv)
 		warn_msg("sign: no modules given");
 		goto out;
 	}
+	if (o.sigdir && (o.sigfd = sigtree_open(o.sigdir, true)) < 0) {
+		warn_msg("%s: cannot make the signature tree: %s", o.sigdir, strerror(-o.sigfd));
+		r = 1;
+		goto out;
+	}
 	r = sign_paths(g, &o, &paths);
 out:
+	if (o.sigfd >= 0)
+		close(o.sigfd);
 	pathlist_free(&trees);
 	pathlist_free(&paths);
 	return r;
@@ -728,8 +795,8 @@ static int sign_file_opts(int argc, char **argv, bool raw_ok, struct sign_opts *
 
 int cmd_sign_file(const struct global *g, int argc, char **argv)
 {
-	struct sign_opts o = { 0 };
-	struct item it = { .m.fd = -1 };
+	struct sign_opts o = { .sigfd = -1 };
+	struct item it = { .p7s_dirfd = -1, .m.fd = -1 };
 	const char *dest = NULL;
 	bool raw;
 	int i, r;
@@ -766,7 +833,7 @@ int cmd_sign_file(const struct global *g, int argc, char **argv)
 int sign_file_paths(const struct global *g, int argc, char **argv,
 		    const struct pathlist *paths)
 {
-	struct sign_opts o = { 0 };
+	struct sign_opts o = { .sigfd = -1 };
 	bool raw;
 	int i, r;
 

@@ -53,7 +53,7 @@ static int split_path(const char *path, char **ret_dir, char *name, size_t size)
  * systems): what the path named when we were asked is what we sign; it is
  * a rename after this point that must not redirect us.
  */
-static int open_dir(const char *path, char *name, size_t size)
+int modfile_open_dir(const char *path, char *name, size_t size)
 {
 	_cleanup_(freep) char *dir = NULL;
 	int r = split_path(path, &dir, name, size), fd;
@@ -72,7 +72,7 @@ static int open_dir(const char *path, char *name, size_t size)
 /* In place: the directory, then the module in it, never through a link. */
 static int open_in_dir(const char *path, struct modfile *m)
 {
-	int dfd = open_dir(path, m->name, sizeof(m->name)), fd;
+	int dfd = modfile_open_dir(path, m->name, sizeof(m->name)), fd;
 
 	if (dfd < 0)
 		return dfd;
@@ -366,25 +366,12 @@ static int link_temp(struct modfile *m, char *tmp, size_t size)
 	return say(m, -EEXIST, "%s next to it keeps coming back", tmp);
 }
 
-int modfile_prepare(struct modfile *m, const char *dest, const char **ret_err)
+/* modfile_prepare() once m->dirfd and m->name say where the new file
+ * goes. */
+static int prepare_in_dir(struct modfile *m, const char **ret_err)
 {
 	int r;
 
-	*ret_err = NULL;
-	m->in_place = !dest;
-	m->dest = dest ?: m->path;
-	if (!m->in_place) {
-		if (m->dirfd >= 0)
-			close(m->dirfd);
-		m->dirfd = open_dir(dest, m->name, sizeof(m->name));
-		if (m->dirfd < 0) {
-			r = m->dirfd;
-			m->dirfd = -1;
-			return (*ret_err = "cannot open its directory"), r;
-		}
-	} else if (m->dirfd < 0) {
-		return -EBADF; /* not opened for writing */
-	}
 	/* A copy is the caller's new file, as sign-file's fopen "wb" makes
 	 * it: 0666 & ~umask.  Only in place are mode and owner kept. */
 	m->out = openat(m->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC,
@@ -405,6 +392,28 @@ int modfile_prepare(struct modfile *m, const char *dest, const char **ret_err)
 	    fchown(m->out, m->st.st_uid, m->st.st_gid) < 0)
 		return (*ret_err = "cannot keep the owner"), -errno;
 	return 0;
+}
+
+int modfile_prepare(struct modfile *m, const char *dest, const char **ret_err)
+{
+	int r;
+
+	*ret_err = NULL;
+	m->in_place = !dest;
+	m->dest = dest ?: m->path;
+	if (!m->in_place) {
+		if (m->dirfd >= 0)
+			close(m->dirfd);
+		m->dirfd = modfile_open_dir(dest, m->name, sizeof(m->name));
+		if (m->dirfd < 0) {
+			r = m->dirfd;
+			m->dirfd = -1;
+			return (*ret_err = "cannot open its directory"), r;
+		}
+	} else if (m->dirfd < 0) {
+		return -EBADF; /* not opened for writing */
+	}
+	return prepare_in_dir(m, ret_err);
 }
 
 int modfile_commit(struct modfile *m, const uint8_t *sig, size_t sig_len,
@@ -446,26 +455,30 @@ int modfile_write(struct modfile *m, const char *dest, const uint8_t *sig,
 	return r < 0 ? r : modfile_commit(m, sig, sig_len, ret_err);
 }
 
-int modfile_write_detached(struct modfile *m, const char *dest, const uint8_t *sig,
-			   size_t sig_len, const char **ret_err)
+int modfile_write_detached_at(struct modfile *m, int dirfd, const char *name,
+			      const uint8_t *sig, size_t sig_len, const char **ret_err)
 {
 	/* A second writer on the same open module: its descriptor is
-	 * borrowed (unchanged() checks it), the rest is this writer's. */
+	 * borrowed (unchanged() checks it), and so is @dirfd; the rest is
+	 * this writer's. */
 	struct modfile d = { .path = m->path, .fd = m->fd, .st = m->st, .sig = m->sig,
-			     .out = -1, .dirfd = -1, .detached = true };
+			     .dest = name, .out = -1, .dirfd = dirfd, .detached = true };
 	int r;
 
+	*ret_err = NULL;
 	if (!sig)
 		return -EINVAL;
-	r = modfile_write(&d, dest, sig, sig_len, ret_err);
+	if ((size_t)snprintf(d.name, sizeof(d.name), "%s", name) >= sizeof(d.name))
+		return -ENAMETOOLONG;
+	r = prepare_in_dir(&d, ret_err);
+	if (r >= 0)
+		r = modfile_commit(&d, sig, sig_len, ret_err);
 	if (r < 0 && *ret_err == d.why) { /* d's reason outlives d in m */
 		memcpy(m->why, d.why, sizeof(m->why));
 		*ret_err = m->why;
 	}
-	/* Not modfile_close(): m's descriptor stays open. */
+	/* Not modfile_close(): m's descriptor and @dirfd stay open. */
 	if (d.out >= 0)
 		close(d.out);
-	if (d.dirfd >= 0)
-		close(d.dirfd);
 	return r;
 }

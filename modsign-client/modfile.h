@@ -93,11 +93,21 @@ int modfile_commit(struct modfile *m, const uint8_t *sig, size_t sig_len,
 
 /*
  * Write @sig alone (the raw PKCS#7 DER, what sign-file -d writes to
- * MODULE.p7s) to @dest, atomically, by the same temporary-name-and-rename
- * path as modfile_write(), as the caller's new file; @m (open, not
- * changed) is only checked to be unchanged.  Errors as modfile_write().
+ * MODULE.p7s) to the file @name in the directory @dirfd (borrowed, which
+ * the caller resolved: nothing here is reached by a path), atomically, by
+ * the same temporary-name-and-rename path as modfile_write(), as the
+ * caller's new file; @m (open, not changed) is only checked to be
+ * unchanged.  Errors as modfile_write().
  */
-int modfile_write_detached(struct modfile *m, const char *dest, const uint8_t *sig,
-			   size_t sig_len, const char **ret_err);
+int modfile_write_detached_at(struct modfile *m, int dirfd, const char *name,
+			      const uint8_t *sig, size_t sig_len, const char **ret_err);
+
+/*
+ * The directory of @path, opened O_PATH now and never resolved again, and
+ * in @name (of @size bytes) the last component.  Links on the way are
+ * followed: what the path names when asked is what is used.  Returns the
+ * descriptor or -errno (-EISDIR: @path ends in '/').
+ */
+int modfile_open_dir(const char *path, char *name, size_t size);
 
 #endif

@@ -125,48 +125,99 @@ static bool has_dotdot(const char *rel)
 	return false;
 }
 
+/* Drop the empty and "." components of the relative path @s, in place:
+ * one file of the tree has one spelling, which refuse_shared_sig_paths()
+ * (cmd-sign.c) compares. */
+static void drop_dot_components(char *s)
+{
+	char *out = s;
+
+	for (char *p = s; *p; p += strspn(p, "/")) {
+		size_t n = strcspn(p, "/");
+
+		if (n > 0 && !(n == 1 && p[0] == '.')) {
+			if (out != s)
+				*out++ = '/';
+			memmove(out, p, n);
+			out += n;
+		}
+		p += n;
+	}
+	*out = '\0';
+}
+
 int sigtree_path(const char *dir, const struct pathlist *roots, const char *module,
 		 const char *suffix, char **ret)
 {
-	const char *rel = NULL;
+	_cleanup_(freep) char *rel = NULL;
+	const char *in = NULL;
 
-	for (size_t i = 0; roots && i < roots->n && !rel; i++)
-		rel = below(roots->v[i], module);
+	for (size_t i = 0; roots && i < roots->n && !in; i++)
+		in = below(roots->v[i], module);
+	rel = strdup(in ?: module);
 	if (!rel)
-		rel = module;
-	rel += strspn(rel, "/");
+		return -ENOMEM;
+	drop_dot_components(rel);
 	if (!*rel || has_dotdot(rel))
 		return -EINVAL;
 	return asprintf(ret, "%s/%s%s", dir, rel, suffix) < 0 ? -ENOMEM : 0;
 }
 
-int sigtree_mkdirs(const char *dir, const char *path)
+int sigtree_open(const char *dir, bool create)
 {
-	_cleanup_(freep) char *rel = NULL;
+	int fd;
+
+	if (create && mkdir(dir, 0777) < 0 && errno != EEXIST)
+		return -errno;
+	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* Directory @name in @fd, made first if @create; never through a link. */
+static int open_level(int fd, const char *name, bool create)
+{
+	int next;
+
+	if (create && mkdirat(fd, name, 0777) < 0 && errno != EEXIST)
+		return -errno;
+	next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (next < 0)
+		return errno == ENOTDIR || errno == ELOOP ? -ENOTDIR : -errno;
+	return next;
+}
+
+int sigtree_open_dir(int treefd, const char *dir, const char *path, bool create,
+		     const char **ret_name)
+{
+	const char *rel = path + strlen(dir) + 1;
+	_cleanup_(freep) char *levels = strdup(rel);
 	_cleanup_(closep) int fd = -1;
 	char *p, *slash;
 
-	if (mkdir(dir, 0777) < 0 && errno != EEXIST)
-		return -errno;
-	fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (!levels)
+		return -ENOMEM;
+	fd = fcntl(treefd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		return -errno;
-	rel = strdup(path + strlen(dir) + 1);
-	if (!rel)
-		return -ENOMEM;
-	for (p = rel; (slash = strchr(p, '/')); p = slash + 1) {
+	for (p = levels; (slash = strchr(p, '/')); p = slash + 1) {
 		int next;
 
 		*slash = '\0';
 		if (!*p || strcmp(p, ".") == 0)
 			continue;
-		if (mkdirat(fd, p, 0777) < 0 && errno != EEXIST)
-			return -errno;
-		next = openat(fd, p, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		next = open_level(fd, p, create);
 		if (next < 0)
-			return errno == ENOTDIR || errno == ELOOP ? -ENOTDIR : -errno;
+			return next;
 		close(fd);
 		fd = next;
 	}
-	return 0;
+	*ret_name = rel + (p - levels);
+	return TAKE_FD(fd);
+}
+
+const char *sigtree_strerror(int r)
+{
+	if (r == -ENOTDIR)
+		return "a directory on its path in the signature tree is a link or not a directory";
+	return strerror(-r);
 }

@@ -41,18 +41,35 @@ int pathlist_collect(int argc, char **argv, const struct pathlist *trees,
  * as given without its leading '/': so "sign --detached S -r A" and
  * "attach --from S -r B" pair A/x/m.ko with B/x/m.ko.
  *
- * Into *@ret (new string) goes "@dir/REL@suffix".  A path with a ".."
+ * Into *@ret (new string) goes "@dir/REL@suffix", REL without empty or
+ * "." components (one spelling for one file).  A path with a ".."
  * component is refused (-EINVAL): it would lead out of @dir.
  */
 int sigtree_path(const char *dir, const struct pathlist *roots, const char *module,
 		 const char *suffix, char **ret);
 
 /*
- * Create @dir (if missing) and the directories of the signature at @path
- * (what sigtree_path() made of @dir) below it, mode 0777 & ~umask.  Each
- * level is opened relative to the one above and never through a symbolic
- * link, so a link planted in the tree cannot send signatures elsewhere.
+ * The signature tree @dir, made first if @create and missing: an O_PATH
+ * descriptor, or -errno.  @dir itself is resolved here, once, as the
+ * caller named it (a link to the tree is theirs to make); everything
+ * below it is reached from this descriptor by sigtree_open_dir().
  */
-int sigtree_mkdirs(const char *dir, const char *path);
+int sigtree_open(const char *dir, bool create);
+
+/*
+ * The directory that holds the signature at @path (what sigtree_path()
+ * made of @dir), opened from @treefd (sigtree_open() of @dir) one level at
+ * a time, never through a symbolic link, and made level by level (mode
+ * 0777 & ~umask) if @create.  Returns an O_PATH descriptor (the caller's
+ * to close) and points *@ret_name at the signature's file name in @path;
+ * -ENOTDIR when a level is a link or not a directory: whoever can write
+ * in the tree cannot send a signature written or read there elsewhere,
+ * also by a swap after an earlier call.
+ */
+int sigtree_open_dir(int treefd, const char *dir, const char *path, bool create,
+		     const char **ret_name);
+
+/* A reason for sigtree_open_dir()'s -errno @r, for a message. */
+const char *sigtree_strerror(int r);
 
 #endif

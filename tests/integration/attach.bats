@@ -8,20 +8,12 @@
 # own daemon on a key made at run time.
 
 load ../common
+load dist
 
 setup() {
 	case_setup
-	make_pem_key "$T/rsa.pem" rsa:2048
-	start_daemon "$T/sock" --key "default=$T/rsa.pem" --audit-log "$T/audit.log"
-	export MODSIGN_SERVER=unix:$T/sock
-	# A small tree as modules_install lays it out: two levels, three modules.
-	mkdir -p tree/kernel/fs tree/kernel/net ref
-	local mods=($(real_modules 3)) i=0
-	for d in kernel/fs/a.ko kernel/fs/b.ko kernel/net/c.ko; do
-		cp "${mods[i++]}" "tree/$d"
-		"$C" strip "tree/$d"
-	done
-	cp -a tree pristine
+	dist_setup --audit-log "$T/audit.log"
+	mkdir ref
 	cp tree/kernel/fs/a.ko m.ko
 	cp m.ko ref.ko
 }

@@ -6,21 +6,13 @@
 # daemon on a key made at run time.
 
 load ../common
+load dist
 
 BOUND=30 # seconds: a case that takes longer is the hang it checks for
 
 setup() {
 	case_setup
-	make_pem_key "$T/rsa.pem" rsa:2048
-	start_daemon "$T/sock" --key "default=$T/rsa.pem"
-	export MODSIGN_SERVER=unix:$T/sock
-	mkdir -p tree/kernel/fs tree/kernel/net
-	local mods=($(real_modules 3)) i=0
-	for d in kernel/fs/a.ko kernel/fs/b.ko kernel/net/c.ko; do
-		cp "${mods[i++]}" "tree/$d"
-		"$C" strip "tree/$d"
-	done
-	cp -a tree pristine
+	dist_setup
 }
 
 teardown() { case_teardown; }
@@ -61,14 +53,22 @@ teardown() { case_teardown; }
 # DELAY seconds apart (one byte every 0.5 s: a frame never stalls for a
 # whole --stall-timeout, yet never ends).  Counts the replies it began in
 # $T/proxy.count.  With replay, every reply carries the signature of
-# the first (a server of the pool that answers for another module).
+# the first (a server of the pool that answers for another module); with
+# hold, no reply with a signature is passed on until $T/proxy.go exists
+# (a slow server, made deterministic), and $T/proxy.held says one waits;
+# $T/proxy.asked counts the sign requests passed on.
 trickle_proxy() {
 	cat >"$T/proxy.py" <<'PY'
 import json, os, socket, struct, sys, threading, time
 path, daemon, delay, chunk = sys.argv[1], sys.argv[2], float(sys.argv[3]), int(sys.argv[4])
-replay = len(sys.argv) > 5 and sys.argv[5] == "replay"
+mode = sys.argv[5] if len(sys.argv) > 5 else ""
+replay = mode == "replay"
 saved = []
 count = os.path.join(os.path.dirname(path), "proxy.count")
+go = os.path.join(os.path.dirname(path), "proxy.go")
+held = os.path.join(os.path.dirname(path), "proxy.held")
+asked = os.path.join(os.path.dirname(path), "proxy.asked")
+n_sign = 0
 lock = threading.Lock()
 n = 0
 def read_frame(s):
@@ -91,10 +91,15 @@ def serve(c):
     up = socket.socket(socket.AF_UNIX)
     up.connect(daemon)
     def pump():
+        global n_sign
         while True:
             f = read_frame(c)
             if f is None:
                 return
+            if json.loads(f[4:]).get("op") == "sign":
+                with lock:
+                    n_sign += 1
+                    open(asked, "w").write(str(n_sign))
             up.sendall(f)
     threading.Thread(target=pump, daemon=True).start()
     try:
@@ -112,6 +117,10 @@ def serve(c):
                     msg["signature"] = saved[0]
                     body = json.dumps(msg).encode()
                     f = struct.pack(">I", len(body)) + body
+            if mode == "hold" and "signature" in msg:  # not holding the lock
+                open(held, "w").close()
+                while not os.path.exists(go):
+                    time.sleep(0.05)
             for i in range(0, len(f), chunk):
                 c.sendall(f[i:i + chunk])
                 time.sleep(delay)
@@ -289,4 +298,163 @@ all_by() { "$C" verify --cert "$1" $(find tree -name '*.ko') >/dev/null 2>&1; }
 	assert_success
 	assert_output --partial "unix:$T/replay.sock: its signature does not match the module"
 	"$C" verify --cert rsa.pem.crt $(cat list)
+}
+
+# ---- 7. a directory of the signature tree swapped for a link -------------
+# sign --detached made the tree's directories one level at a time with
+# O_NOFOLLOW, then wrote each signature by its path: whoever can write in
+# the tree swapped a directory for a link once the directories were made
+# and before the signatures came back, and root's signatures were written
+# where the link led.  A proxy holds the replies until the swap is made.
+
+# held_start ARGS...: modsign-client ARGS (standard input from
+# $HELD_STDIN, else /dev/null) through a server that holds its signatures
+# until proxy.go exists; returns once the daemon has signed the first
+# request and the client has asked for all three modules of tree/ (each
+# is opened, and the signature tree's directories are made, before its
+# request is sent).  $SIGNER is the client, its output goes to
+# signer.out.
+held_start() {
+	trickle_proxy "$T/hold.sock" 0 1048576 hold
+	"$C" --server "unix:$T/hold.sock" "$@" <"${HELD_STDIN:-/dev/null}" \
+		>signer.out 2>&1 3>&- &
+	SIGNER=$!
+	eventually "$BOUND" [ -e proxy.held ]
+	eventually "$BOUND" [ "$(cat proxy.asked 2>/dev/null)" = 3 ]
+}
+
+detached_held() { held_start sign --detached sigs --recursive tree; }
+
+@test "detached-dir-swapped-for-link-before-write-not-followed" {
+	mkdir outside
+	detached_held
+	mv sigs/kernel/fs sigs/kernel/fs.made
+	ln -s "$T/outside" sigs/kernel/fs
+	touch proxy.go
+	local rc=0
+	wait "$SIGNER" || rc=$?
+	[ -z "$(ls outside)" ]
+	[ -z "$(ls sigs/kernel/fs.made)" ]
+	assert_equal "$rc" 1
+	run cat signer.out
+	assert_line "modsign-client: sigs/kernel/fs/a.ko.p7s: a directory on its path in the signature tree is a link or not a directory"
+	assert_line "modsign-client: sigs/kernel/fs/b.ko.p7s: a directory on its path in the signature tree is a link or not a directory"
+	assert_equal "${#lines[@]}" 2
+	# The module whose directory was left alone is signed.
+	cp pristine/kernel/net/c.ko c.ko
+	"$C" sign-file -s sigs/kernel/net/c.ko.p7s sha256 rsa.pem.crt c.ko
+	"$C" verify --cert rsa.pem.crt c.ko
+}
+
+@test "detached-twin-replies-held-no-swap-all-signed" {
+	detached_held
+	touch proxy.go
+	local rc=0
+	wait "$SIGNER" || rc=$?
+	assert_equal "$rc" 0
+	assert_equal "$(cat signer.out)" ""
+	cp -a pristine rebuilt
+	"$C" attach --from sigs --cert rsa.pem.crt --recursive rebuilt
+	"$C" verify --cert rsa.pem.crt $(find rebuilt -name '*.ko')
+}
+
+# attach --from read each signature O_NOFOLLOW, but by its path: a link
+# in place of a directory of the tree was followed, to files the tree's
+# owner never made there.
+@test "attach-link-in-tree-component-not-followed" {
+	"$C" sign --detached sigs --recursive tree
+	mv sigs/kernel/fs elsewhere
+	ln -s "$T/elsewhere" sigs/kernel/fs
+	cp -a pristine rebuilt
+	run "$C" attach --from sigs --cert rsa.pem.crt --recursive rebuilt
+	assert_failure 1
+	assert_line "modsign-client: sigs/kernel/fs/a.ko.p7s: cannot read signature: a directory on its path in the signature tree is a link or not a directory"
+	assert_equal "${#lines[@]}" 2
+	cmp pristine/kernel/fs/a.ko rebuilt/kernel/fs/a.ko
+	cmp pristine/kernel/fs/b.ko rebuilt/kernel/fs/b.ko
+	"$C" verify --cert rsa.pem.crt rebuilt/kernel/net/c.ko
+}
+
+@test "attach-twin-tree-itself-a-link-followed" {
+	# DIR itself is the caller's to name, a link or not: it is resolved
+	# once, and only what lies below it is walked without links.
+	"$C" sign --detached sigs --recursive tree
+	ln -s sigs sigs-link
+	cp -a pristine rebuilt
+	run "$C" attach --from sigs-link --cert rsa.pem.crt --recursive rebuilt
+	assert_success
+	assert_output ""
+	"$C" verify --cert rsa.pem.crt $(find rebuilt -name '*.ko')
+}
+
+# ---- 8. one signature file, spelled two ways -----------------------------
+# Row 44's check compared the signature paths as strings: "./kernel/x.ko"
+# (or "kernel//x.ko") and A's "kernel/x.ko" are one file in the tree, so
+# the second module's signature was written over the first's, exit 0.
+
+@test "detached-one-signature-path-spelled-two-ways-refused" {
+	mkdir -p A/kernel kernel
+	cp pristine/kernel/fs/a.ko A/kernel/x.ko
+	cp pristine/kernel/fs/b.ko kernel/x.ko
+	run "$C" sign --detached sigs --recursive A ./kernel//x.ko
+	assert_failure 1
+	assert_output "modsign-client: A/kernel/x.ko: its signature would go where ./kernel//x.ko's goes (sigs/kernel/x.ko.p7s); not signed"
+	cp -a kernel rebuilt
+	"$C" sign-file -s sigs/kernel/x.ko.p7s sha256 rsa.pem.crt rebuilt/x.ko
+}
+
+@test "detached-twin-spelled-path-has-its-place" {
+	mkdir kernel
+	cp pristine/kernel/fs/b.ko kernel/x.ko
+	run "$C" sign --detached sigs ./kernel//./x.ko
+	assert_success
+	assert_output ""
+	assert_equal "$(cd sigs && find . -type f)" "./kernel/x.ko.p7s"
+}
+
+# ---- 9. sign-file -d/-p: a module's directory swapped for a link --------
+# The .p7s went to its path as it was when the signature came back, the
+# module was read (and, -p, replaced) in the directory opened at the
+# start: whoever owns a directory on the module's path swapped it for a
+# link in between, and root's .p7s was written where the link led (row 1,
+# for the signature file).  Now it goes beside the module that was read.
+
+# batch_swapped OPT: sign-file --batch OPT over tree/, kernel/fs swapped
+# for a link to outside/ while the signatures are held.
+batch_swapped() {
+	mkdir outside
+	find tree -name '*.ko' | sort >list
+	HELD_STDIN=list held_start sign-file --batch "$1" sha256 modsign:default rsa.pem.crt
+	mv tree/kernel/fs tree/kernel/fs.read
+	ln -s "$T/outside" tree/kernel/fs
+	touch proxy.go
+	local rc=0
+	wait "$SIGNER" || rc=$?
+	[ -z "$(ls outside)" ]
+	assert_equal "$rc" 0
+	assert_equal "$(cat signer.out)" ""
+	cp pristine/kernel/fs/a.ko pristine/kernel/fs/b.ko .
+	"$C" sign-file -s tree/kernel/fs.read/a.ko.p7s sha256 rsa.pem.crt a.ko
+	"$C" sign-file -s tree/kernel/fs.read/b.ko.p7s sha256 rsa.pem.crt b.ko
+}
+
+@test "batch-d-dir-swapped-for-link-p7s-beside-the-module-read" {
+	batch_swapped -d
+	cmp pristine/kernel/fs/a.ko tree/kernel/fs.read/a.ko
+}
+
+@test "batch-p-dir-swapped-for-link-p7s-beside-the-module-signed" {
+	batch_swapped -p
+	"$C" verify --cert rsa.pem.crt tree/kernel/fs.read/a.ko tree/kernel/fs.read/b.ko
+}
+
+@test "batch-twin-replies-held-no-swap-p7s-beside-each-module" {
+	find tree -name '*.ko' | sort >list
+	HELD_STDIN=list held_start sign-file --batch -d sha256 modsign:default rsa.pem.crt
+	touch proxy.go
+	local rc=0
+	wait "$SIGNER" || rc=$?
+	assert_equal "$rc" 0
+	[ -f tree/kernel/fs/a.ko.p7s ] && [ -f tree/kernel/fs/b.ko.p7s ] &&
+		[ -f tree/kernel/net/c.ko.p7s ]
 }
