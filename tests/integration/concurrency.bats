@@ -270,3 +270,47 @@ stripped_tree() {
 	run grep -q "signed" "$T/pipe.err"
 	assert_failure
 }
+
+# kbuild's batch call over a pool of two servers, 256 requests in flight
+# on each, `sign-file --batch -p` holding two or three descriptors per
+# module in flight: past a soft limit of 1024 descriptors, which the
+# client raises to the hard limit.  Twin: a hard limit of 1024 too: the
+# modules that could not be opened are named, each module is whole.
+pool_fd_setup() {
+	local m
+	make_pem_key "$T/k.pem" rsa:2048
+	openssl x509 -in "$T/k.pem" -outform DER -out "$T/k.der"
+	start_daemon "$T/s1" --key "default=$T/k.pem"
+	start_daemon "$T/s2" --key "default=$T/k.pem"
+	mkdir "$T/m"
+	for m in $(real_modules 1500); do cp "$m" "$T/m/$(echo "$m" | md5sum | cut -c1-12).ko"; done
+	"$C" strip "$T"/m/*.ko 2>/dev/null || true
+	cp -a "$T/m" "$T/orig"
+	ls "$T"/m/*.ko >"$T/list"
+}
+
+
+@test "pool-batch-past-1024-descriptors-soft-limit-raised" {
+	pool_fd_setup
+	run bash -c 'ulimit -S -n 1024 && "$0" --server "unix:$1/s1" --server "unix:$1/s2" sign-file --batch -p sha256 modsign:default "$1/k.der" <"$1/list"' "$C" "$T"
+	assert_success
+	run "$C" verify --cert "$T/k.der" $(cat "$T/list")
+	assert_success
+	assert_equal "$(ls "$T"/m/*.ko.p7s | wc -l)" 1500
+}
+
+@test "pool-batch-past-1024-descriptors-hard-limit-named" {
+	pool_fd_setup
+	run bash -c 'ulimit -n 1024 && "$0" --server "unix:$1/s1" --server "unix:$1/s2" sign-file --batch -p sha256 modsign:default "$1/k.der" <"$1/list"' "$C" "$T"
+	assert_failure
+	assert_output --partial "Too many open files"
+	# Each module is signed and verifies, or is untouched.
+	local m bad=0 unsigned=0
+	for m in $(cat "$T/list"); do
+		"$C" verify --cert "$T/k.der" "$m" >/dev/null 2>&1 && continue
+		unsigned=$((unsigned + 1))
+		cmp -s "$m" "$T/orig/${m##*/}" || { bad=1; echo "bad: $m"; }
+	done
+	assert_equal "$bad" 0
+	[ "$unsigned" -gt 0 ]
+}
