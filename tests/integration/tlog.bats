@@ -337,7 +337,7 @@ PY
 	tlog_daemon
 	"$C" log vkey >vkey
 	mkdir many
-	for m in $(real_modules 400); do cp "$m" many/; done
+	for m in $(real_modules 2000); do cp "$m" many/; done
 	"$C" strip many/*.ko 2>/dev/null
 	"$C" sign many/*.ko 2>/dev/null &
 	sleep 0.3
