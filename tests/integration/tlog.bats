@@ -296,26 +296,37 @@ PY
 	assert_output --partial "tile/0/000.p/2: missing or of the wrong size"
 }
 
-@test "tlog-kill9-loses-no-released-signature" {
-	# A key that outlives the daemon, to verify what it released.
+# batch_stopped SIGNAL N: a batch of N modules (in many/) signed with a
+# key that outlives the daemon, the daemon sent SIGNAL 0.3 s into it;
+# $drc is the daemon's exit status, signed_mods and unsigned_mods what
+# the batch left.
+batch_stopped() {
 	make_pem_key rsa.pem rsa:2048
 	SIGNING_KEY=$T/rsa.pem
 	tlog_daemon
 	"$C" log vkey >vkey
 	mkdir many
-	for m in $(real_modules 300); do cp "$m" many/; done
+	for m in $(real_modules "$2"); do cp "$m" many/; done
 	"$C" strip many/*.ko 2>/dev/null
 	"$C" sign many/*.ko 2>/dev/null &
 	sleep 0.3
-	kill -9 "$DAEMON_PID"
+	kill -"$1" "$DAEMON_PID"
+	wait "$DAEMON_PID" && drc=0 || drc=$?
 	wait || true
+	signed_mods=() unsigned_mods=()
+	for m in many/*.ko; do
+		if "$C" verify --cert rsa.pem "$m" >/dev/null 2>&1; then
+			signed_mods+=("$m")
+		else
+			unsigned_mods+=("$m")
+		fi
+	done
+}
+
+@test "tlog-kill9-loses-no-released-signature" {
+	batch_stopped KILL 2000
 	tlog_daemon
 	# Every module that got its signature is in the log.
-	signed_mods=()
-	for m in many/*.ko; do
-		"$C" verify --cert rsa.pem "$m" >/dev/null 2>&1 || continue
-		signed_mods+=("$m")
-	done
 	run lv --dir log "${signed_mods[@]}"
 	assert_success
 	# Past a full tile (256 leaves): Go reads the full and the level-1 tiles.
@@ -332,27 +343,8 @@ PY
 # which the next start continues.  Twin: a module that got no signature
 # is not found in it.
 @test "tlog-sigterm-mid-batch-commit-in-flight" {
-	make_pem_key rsa.pem rsa:2048
-	SIGNING_KEY=$T/rsa.pem
-	tlog_daemon
-	"$C" log vkey >vkey
-	mkdir many
-	for m in $(real_modules 2000); do cp "$m" many/; done
-	"$C" strip many/*.ko 2>/dev/null
-	"$C" sign many/*.ko 2>/dev/null &
-	sleep 0.3
-	kill -TERM "$DAEMON_PID"
-	wait "$DAEMON_PID" && drc=0 || drc=$?
-	wait || true
+	batch_stopped TERM 2000
 	[ "$drc" -eq 0 ]
-	signed_mods=() unsigned_mods=()
-	for m in many/*.ko; do
-		if "$C" verify --cert rsa.pem "$m" >/dev/null 2>&1; then
-			signed_mods+=("$m")
-		else
-			unsigned_mods+=("$m")
-		fi
-	done
 	[ "${#signed_mods[@]}" -gt 0 ]
 	run lv --dir log "${signed_mods[@]}"
 	assert_success
