@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cert.h"
@@ -37,13 +38,22 @@
 #include "util.h"
 
 /* Requests in flight on each connection (the daemon takes up to
- * SERVER_MAX_INFLIGHT, 256): enough that the daemon's workers keep signing
- * while a group of signatures is being made durable (an fdatasync, or a
- * transparency log's tiles and checkpoint: 1-60 ms on a shared disk) and
- * the next group gathers.  At 32, then 128, the RSA-2048 batch with a log
- * on disk ran at 44%, then 52-65%, of the rate without one: the window
- * filled during a commit and the workers ran dry (docs/PERFORMANCE.md). */
-#define SIGN_WINDOW 256
+ * SERVER_MAX_INFLIGHT, 1024): enough that the daemon's workers keep
+ * signing while a group of signatures is being made durable (an
+ * fdatasync, or a transparency log's tiles and checkpoint: 1-60 ms on a
+ * shared disk) and the next group gathers.  At 32, then 128, the RSA-2048
+ * batch with a log on disk ran at 44%, then 52-65%, of the rate without
+ * one: the window filled during a commit and the workers ran dry; at 256
+ * (two of the daemon's groups) 92-96%, at 1024 97-98% (docs/PERFORMANCE.md). */
+#define SIGN_WINDOW 1024
+/* Descriptors a module in flight holds: the module, its directory, the
+ * directory of its detached signature. */
+#define SIGN_ITEM_FDS 3
+/* Descriptors kept for the rest: standard streams, the connections, the
+ * key's and certificate's files, OpenSSL's. */
+#define SIGN_FD_RESERVE 64
+/* Requests sent between two looks for replies (batch_fill()). */
+#define SIGN_FILL_STEP 32u
 
 struct sign_opts {
 	const char *key;     /* NULL: the daemon's default */
@@ -314,6 +324,7 @@ struct batch {
 	size_t *again, n_again;
 	struct pool pool;
 	struct progress prog;
+	unsigned window;     /* requests in flight per connection, sign_window() */
 	bool ended;          /* conn_end_requests() said */
 	char why[512];       /* why the last connection was lost */
 	bool pinned;         /* signer holds the batch's key */
@@ -415,11 +426,36 @@ static void batch_lose(struct batch *b, size_t i, const char *why)
 		warn_msg("%s; no server left: all %zu of the pool failed", b->why, b->pool.n);
 }
 
-/* Fill the windows in turn, one request each, so that a batch starts on
- * every server at once. */
-static void batch_fill(struct batch *b)
+/*
+ * The window per connection: SIGN_WINDOW, or what the descriptor limit
+ * (raised to the hard one at start) holds across @servers connections.  A
+ * smaller window is slower; running out of descriptors fails modules
+ * ("Too many open files").
+ */
+static unsigned sign_window(size_t servers)
+{
+	struct rlimit rl;
+	rlim_t w;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return SIGN_WINDOW;
+	if (rl.rlim_cur <= SIGN_FD_RESERVE)
+		return 1; /* what can be opened is opened; the rest is named */
+	w = (rl.rlim_cur - SIGN_FD_RESERVE) / (SIGN_ITEM_FDS * (servers ?: 1));
+	return w < 1 ? 1 : w > SIGN_WINDOW ? SIGN_WINDOW : (unsigned)w;
+}
+
+/*
+ * Fill the windows in turn, one request each, so that a batch starts on
+ * every server at once; true if it stopped after SIGN_FILL_STEP requests
+ * with more to send.  Hashing a whole window (1024 modules, ~100 MB)
+ * before reading a reply would leave the signatures that came meanwhile
+ * unwritten, and the daemon's replies piling up.
+ */
+static bool batch_fill(struct batch *b)
 {
 	bool sent = true;
+	unsigned step = 0;
 
 	while (sent && batch_more(b)) {
 		sent = false;
@@ -428,7 +464,7 @@ static void batch_fill(struct batch *b)
 			size_t k;
 			int r;
 
-			if (!pc->c || pc->inflight >= SIGN_WINDOW || !batch_take(b, &k))
+			if (!pc->c || pc->inflight >= b->window || !batch_take(b, &k))
 				continue;
 			r = item_send(pc->c, i + 1, b->o, &b->items[k], k + 1);
 			if (r < 0) {
@@ -439,6 +475,8 @@ static void batch_fill(struct batch *b)
 			if (b->items[k].on)
 				pool_sent(&b->pool, i);
 			sent = true;
+			if (++step == SIGN_FILL_STEP)
+				return batch_more(b);
 		}
 	}
 	/* One server and nothing left to send: it may hang up after the
@@ -448,6 +486,7 @@ static void batch_fill(struct batch *b)
 		conn_end_requests(b->pool.v[0].c);
 		b->ended = true;
 	}
+	return false;
 }
 
 /* Read one reply from connection @i, and finish its item. */
@@ -487,15 +526,23 @@ static void batch_run(struct batch *b)
 		size_t i;
 		int r;
 
-		batch_fill(b);
-		r = pool_wait(&b->pool, &i);
-		if (r == 1)
-			batch_reply(b, i);
-		else if (r == 0)
+		bool more = batch_fill(b);
+
+		/* With more to send, only the replies already here. */
+		r = pool_wait(&b->pool, !more, &i);
+		if (r == 0) {
 			batch_lose(b, i, "no reply (stalled)");
-		else
+			continue;
+		}
+		if (r < 0) {
+			if (more)
+				continue;
 			break; /* nothing outstanding after batch_fill(): done, or
 				* no server left for what remains */
+		}
+		do /* this reply, and every other already here */
+			batch_reply(b, i);
+		while (pool_wait(&b->pool, false, &i) == 1);
 	}
 }
 
@@ -504,6 +551,7 @@ static size_t batch_sign(struct batch *b)
 {
 	size_t failed = 0;
 
+	b->window = sign_window(b->pool.n);
 	b->prog = (struct progress){ .on = b->n > 1 && isatty(STDERR_FILENO),
 				     .total = b->n, .start_ms = now_ms() };
 	batch_run(b);

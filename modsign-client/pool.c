@@ -126,7 +126,7 @@ static int next_deadline(const struct pool *p, size_t *ret_i)
 	return soonest == UINT64_MAX ? -1 : (int)(soonest > 60000 ? 60000 : soonest);
 }
 
-int pool_wait(struct pool *p, size_t *ret_i)
+int pool_wait(struct pool *p, bool block, size_t *ret_i)
 {
 	struct pollfd fds[CONN_MAX_TARGETS];
 	size_t idx[CONN_MAX_TARGETS], nf = 0, stalled = 0;
@@ -147,7 +147,7 @@ int pool_wait(struct pool *p, size_t *ret_i)
 	for (;;) {
 		/* A deadline passed is a stall only if nothing has arrived: a
 		 * reply may have waited while we wrote modules. */
-		timeout = next_deadline(p, &stalled);
+		timeout = block ? next_deadline(p, &stalled) : 0;
 		r = poll(fds, nf, timeout);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -158,6 +158,8 @@ int pool_wait(struct pool *p, size_t *ret_i)
 				*ret_i = idx[k];
 				return 1;
 			}
+		if (!block)
+			return -EAGAIN;
 		if (timeout == 0) {
 			*ret_i = stalled;
 			return 0;

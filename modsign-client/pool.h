@@ -10,6 +10,7 @@
  * failed and sends its requests again on the others (cmd-sign.c).
  */
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,9 +53,10 @@ void pool_replied(struct pool *p, size_t i);
  * or one has stalled (0: no reply for stall_ms while another connection
  * is live, or for CONN_TIMEOUT_SEC when it is the last); *@ret_i says
  * which.  -ENOTCONN when no live connection has requests outstanding,
- * or poll(2)'s -errno.
+ * or poll(2)'s -errno.  Unless @block, it does not wait: -EAGAIN when no
+ * input is there yet (never 0: a stall is judged only while waiting).
  */
-int pool_wait(struct pool *p, size_t *ret_i);
+int pool_wait(struct pool *p, bool block, size_t *ret_i);
 
 /* Close connection @i; its outstanding requests are the caller's. */
 void pool_drop(struct pool *p, size_t i);

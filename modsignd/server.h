@@ -35,12 +35,20 @@
 #define SERVER_DEFAULT_HANDSHAKE_TIMEOUT 10
 #define SERVER_DEFAULT_IDLE_TIMEOUT 60
 /* Requests one connection may have queued for signing at once; past it we
- * stop reading from that connection until replies drain. */
-#define SERVER_MAX_INFLIGHT 256
+ * stop reading from that connection until replies drain.  Four groups of
+ * a transparency log's commit (server.c, SERVER_GROUP_JOBS): while one is
+ * being synced and the next gathers, the workers still have work. */
+#define SERVER_MAX_INFLIGHT 1024
 /* Bytes of a log tile per "log" reply: its base64 fits a frame. */
 #define SERVER_LOG_CHUNK (32u * 1024)
-/* Unsent reply bytes after which we stop reading a connection. */
-#define SERVER_OUT_HIGH (256u * 1024)
+/* A sign reply's size with a key up to RSA-8192 (about 1.6 KiB). */
+#define SERVER_SIGN_REPLY_MAX (2u * 1024)
+/* Unsent reply bytes after which we stop reading a connection.  A client
+ * may write its whole window before it reads a reply (modsign-client
+ * does, with blocking writes), so this holds the replies of a full
+ * window: below that, the daemon would stop reading while the client
+ * still writes, and neither would move until SERVER_IO_TIMEOUT_MS. */
+#define SERVER_OUT_HIGH (SERVER_MAX_INFLIGHT * SERVER_SIGN_REPLY_MAX)
 /* A peer that leaves a frame half-sent or its replies unread for this
  * long is disconnected. */
 #define SERVER_IO_TIMEOUT_MS 30000

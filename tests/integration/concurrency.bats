@@ -271,11 +271,14 @@ stripped_tree() {
 	assert_failure
 }
 
-# kbuild's batch call over a pool of two servers, 256 requests in flight
-# on each, `sign-file --batch -p` holding two or three descriptors per
+# kbuild's batch call over a pool of two servers, up to 1024 requests in
+# flight on each, `sign-file --batch -p` holding three descriptors per
 # module in flight: past a soft limit of 1024 descriptors, which the
-# client raises to the hard limit.  Twin: a hard limit of 1024 too: the
-# modules that could not be opened are named, each module is whole.
+# client raises to the hard limit.  A hard limit of 1024 too: the window
+# shrinks to what it holds, and every module is signed (on b52612d the
+# modules that could not be opened failed).  Twin: a limit below what
+# even one module per server needs: the modules are named, each is whole
+# or untouched.
 pool_fd_setup() {
 	local m
 	make_pem_key "$T/k.pem" rsa:2048
@@ -299,9 +302,19 @@ pool_fd_setup() {
 	assert_equal "$(ls "$T"/m/*.ko.p7s | wc -l)" 1500
 }
 
-@test "pool-batch-past-1024-descriptors-hard-limit-named" {
+@test "pool-batch-hard-limit-1024-window-shrinks-all-signed" {
 	pool_fd_setup
 	run bash -c 'ulimit -n 1024 && "$0" --server "unix:$1/s1" --server "unix:$1/s2" sign-file --batch -p sha256 modsign:default "$1/k.der" <"$1/list"' "$C" "$T"
+	assert_success
+	refute_output --partial "Too many open files"
+	run "$C" verify --cert "$T/k.der" $(cat "$T/list")
+	assert_success
+	assert_equal "$(ls "$T"/m/*.ko.p7s | wc -l)" 1500
+}
+
+@test "pool-batch-limit-below-one-module-per-server-named" {
+	pool_fd_setup
+	run bash -c 'ulimit -n 12 && "$0" --server "unix:$1/s1" --server "unix:$1/s2" sign-file --batch -p sha256 modsign:default "$1/k.der" <"$1/list"' "$C" "$T"
 	assert_failure
 	assert_output --partial "Too many open files"
 	# Each module is signed and verifies, or is untouched.
