@@ -280,12 +280,7 @@ print(sum(1 for v in c.values() if v > 1))')
 	farm 3
 	mods 300
 	start=$(date +%s)
-	builder --stall-timeout 1 sign mods/*.ko 2>client.err &
-	cpid=$!
-	victim=$(busiest_after 20)
-	kill -STOP "$(eval echo "\$PID_$victim")"
-	rc=0
-	wait "$cpid" || rc=$?
+	mid_batch STOP busiest builder --stall-timeout 1
 	cat client.err
 	[ "$rc" -eq 0 ]
 	[ $(($(date +%s) - start)) -lt 60 ]
@@ -299,14 +294,9 @@ print(sum(1 for v in c.values() if v > 1))')
 @test "farm-sigstop-without-stall-timeout-hangs" {
 	farm 3
 	mods 300
-	timeout 8 ip netns exec "mf${TAG}builder" "$C" --stall-timeout 60 \
+	mid_batch STOP busiest timeout 8 ip netns exec "mf${TAG}builder" "$C" --stall-timeout 60 \
 		--server tls:sign.farm.test:7787 --tls-ca "$P/farm-ca.crt" \
-		--tls-cert "$P/builder.crt" --tls-key "$P/builder.key" sign mods/*.ko 2>client.err &
-	cpid=$!
-	victim=$(busiest_after 20)
-	kill -STOP "$(eval echo "\$PID_$victim")"
-	rc=0
-	wait "$cpid" || rc=$?
+		--tls-cert "$P/builder.crt" --tls-key "$P/builder.key"
 	[ "$rc" -eq 124 ]
 	untouched_or_whole
 }
