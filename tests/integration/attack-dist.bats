@@ -323,17 +323,31 @@ held_start() {
 	eventually "$BOUND" [ "$(cat proxy.asked 2>/dev/null)" = 3 ]
 }
 
+# held_end: the held signatures let go; $rc, the client's exit status.
+held_end() {
+	touch proxy.go
+	rc=0
+	wait "$SIGNER" || rc=$?
+}
+
+# held_swapped DIR MOVED START...: START... (a held_start), and while the
+# signatures are held, DIR moved to MOVED and a link to outside/ put in
+# its place; then held_end.  Nothing is written where the link leads.
+held_swapped() {
+	local dir=$1 moved=$2
+	shift 2
+	mkdir outside
+	"$@"
+	mv "$dir" "$moved"
+	ln -s "$T/outside" "$dir"
+	held_end
+	[ -z "$(ls outside)" ]
+}
+
 detached_held() { held_start sign --detached sigs --recursive tree; }
 
 @test "detached-dir-swapped-for-link-before-write-not-followed" {
-	mkdir outside
-	detached_held
-	mv sigs/kernel/fs sigs/kernel/fs.made
-	ln -s "$T/outside" sigs/kernel/fs
-	touch proxy.go
-	local rc=0
-	wait "$SIGNER" || rc=$?
-	[ -z "$(ls outside)" ]
+	held_swapped sigs/kernel/fs sigs/kernel/fs.made detached_held
 	[ -z "$(ls sigs/kernel/fs.made)" ]
 	assert_equal "$rc" 1
 	run cat signer.out
@@ -348,9 +362,7 @@ detached_held() { held_start sign --detached sigs --recursive tree; }
 
 @test "detached-twin-replies-held-no-swap-all-signed" {
 	detached_held
-	touch proxy.go
-	local rc=0
-	wait "$SIGNER" || rc=$?
+	held_end
 	assert_equal "$rc" 0
 	assert_equal "$(cat signer.out)" ""
 	cp -a pristine rebuilt
@@ -422,15 +434,9 @@ detached_held() { held_start sign --detached sigs --recursive tree; }
 # batch_swapped OPT: sign-file --batch OPT over tree/, kernel/fs swapped
 # for a link to outside/ while the signatures are held.
 batch_swapped() {
-	mkdir outside
 	find tree -name '*.ko' | sort >list
-	HELD_STDIN=list held_start sign-file --batch "$1" sha256 modsign:default rsa.pem.crt
-	mv tree/kernel/fs tree/kernel/fs.read
-	ln -s "$T/outside" tree/kernel/fs
-	touch proxy.go
-	local rc=0
-	wait "$SIGNER" || rc=$?
-	[ -z "$(ls outside)" ]
+	HELD_STDIN=list held_swapped tree/kernel/fs tree/kernel/fs.read \
+		held_start sign-file --batch "$1" sha256 modsign:default rsa.pem.crt
 	assert_equal "$rc" 0
 	assert_equal "$(cat signer.out)" ""
 	cp pristine/kernel/fs/a.ko pristine/kernel/fs/b.ko .
@@ -451,9 +457,7 @@ batch_swapped() {
 @test "batch-twin-replies-held-no-swap-p7s-beside-each-module" {
 	find tree -name '*.ko' | sort >list
 	HELD_STDIN=list held_start sign-file --batch -d sha256 modsign:default rsa.pem.crt
-	touch proxy.go
-	local rc=0
-	wait "$SIGNER" || rc=$?
+	held_end
 	assert_equal "$rc" 0
 	[ -f tree/kernel/fs/a.ko.p7s ] && [ -f tree/kernel/fs/b.ko.p7s ] &&
 		[ -f tree/kernel/net/c.ko.p7s ]

@@ -173,6 +173,48 @@ busiest_after() {
 	return 1
 }
 
+# mid_batch SIGNAL WHOM CLIENT...: `CLIENT... sign mods/*.ko` in the
+# background, its standard error in client.err; once a host has issued 20
+# signatures (mid-batch), SIGNAL to WHOM: "busiest", that host (its
+# number left in $victim), or the hosts numbered in WHOM ("1 2 3").
+# $rc: the client's exit status.
+mid_batch() {
+	local sig=$1 whom=$2 cpid n v pids=()
+	shift 2
+	"$@" sign mods/*.ko 2>client.err &
+	cpid=$!
+	victim=$(busiest_after 20)
+	[ "$whom" = busiest ] && whom=$victim
+	for n in $whom; do v=PID_$n && pids+=("${!v}"); done
+	kill -"$sig" "${pids[@]}"
+	rc=0
+	wait "$cpid" || rc=$?
+}
+
+# kill9_mid_batch_completes NAMED CLIENT...: the busiest host of CLIENT's
+# pool killed mid-batch: exit 0, every module as the reference, the killed
+# host named (NAMED: a grep pattern, %s its number) and its share cut short.
+kill9_mid_batch_completes() {
+	local named=$1
+	shift
+	mid_batch 9 busiest "$@"
+	cat client.err
+	[ "$rc" -eq 0 ]
+	same_as_reference
+	grep -q "$(printf "$named" "$victim")" client.err
+	# The killed host issued some, not all: it died mid-batch.
+	[ "$(oks "audit-$victim.jsonl")" -lt "$(wc -l <names)" ]
+}
+
+# kill9_mid_batch_fails HOSTS CLIENT...: every host of CLIENT's pool (the
+# numbers HOSTS) killed mid-batch: exit 1, "not signed", no module half-written.
+kill9_mid_batch_fails() {
+	mid_batch 9 "$@"
+	[ "$rc" -eq 1 ]
+	grep -q "not signed" client.err
+	untouched_or_whole
+}
+
 @test "farm-pool-spreads-over-every-address" {
 	farm 3
 	mods 150
@@ -204,18 +246,7 @@ assert set(c.values()) == {1}, c.most_common(3)
 @test "farm-kill9-mid-batch-completes" {
 	farm 3
 	mods 400
-	builder sign mods/*.ko 2>client.err &
-	cpid=$!
-	victim=$(busiest_after 20)
-	kill -9 "$(eval echo "\$PID_$victim")"
-	rc=0
-	wait "$cpid" || rc=$?
-	cat client.err
-	[ "$rc" -eq 0 ]
-	same_as_reference
-	grep -q "sign.farm.test:7787 (198.18.0.$victim)" client.err
-	# The killed host issued some, not all: it died mid-batch.
-	[ "$(oks "audit-$victim.jsonl")" -lt 400 ]
+	kill9_mid_batch_completes "sign.farm.test:7787 (198.18.0.%s)" builder
 	# Audit union: every module at least once; a module twice only when
 	# the killed host issued it and its reply was lost (sent again), and
 	# never twice by one host.
@@ -240,15 +271,7 @@ print(sum(1 for v in c.values() if v > 1))')
 	farm 1
 	hosts_file builder 198.18.0.1
 	mods 300
-	builder sign mods/*.ko 2>client.err &
-	cpid=$!
-	busiest_after 20 >/dev/null
-	kill -9 "$PID_1"
-	rc=0
-	wait "$cpid" || rc=$?
-	[ "$rc" -eq 1 ]
-	grep -q "not signed" client.err
-	untouched_or_whole
+	kill9_mid_batch_fails 1 builder
 }
 
 # SIGSTOP: a stall, not a close (the kernel still accepts and buffers).
@@ -257,12 +280,7 @@ print(sum(1 for v in c.values() if v > 1))')
 	farm 3
 	mods 300
 	start=$(date +%s)
-	builder --stall-timeout 1 sign mods/*.ko 2>client.err &
-	cpid=$!
-	victim=$(busiest_after 20)
-	kill -STOP "$(eval echo "\$PID_$victim")"
-	rc=0
-	wait "$cpid" || rc=$?
+	mid_batch STOP busiest builder --stall-timeout 1
 	cat client.err
 	[ "$rc" -eq 0 ]
 	[ $(($(date +%s) - start)) -lt 60 ]
@@ -276,14 +294,9 @@ print(sum(1 for v in c.values() if v > 1))')
 @test "farm-sigstop-without-stall-timeout-hangs" {
 	farm 3
 	mods 300
-	timeout 8 ip netns exec "mf${TAG}builder" "$C" --stall-timeout 60 \
+	mid_batch STOP busiest timeout 8 ip netns exec "mf${TAG}builder" "$C" --stall-timeout 60 \
 		--server tls:sign.farm.test:7787 --tls-ca "$P/farm-ca.crt" \
-		--tls-cert "$P/builder.crt" --tls-key "$P/builder.key" sign mods/*.ko 2>client.err &
-	cpid=$!
-	victim=$(busiest_after 20)
-	kill -STOP "$(eval echo "\$PID_$victim")"
-	rc=0
-	wait "$cpid" || rc=$?
+		--tls-cert "$P/builder.crt" --tls-key "$P/builder.key"
 	[ "$rc" -eq 124 ]
 	untouched_or_whole
 }
@@ -371,20 +384,11 @@ conf_builder() { # ARGS...: the client on the builder, its pool the config's ser
 	farm 3
 	builder_conf 1 2 3
 	mods 400
-	conf_builder sign mods/*.ko 2>client.err &
-	cpid=$!
-	victim=$(busiest_after 20)
-	kill -9 "$(eval echo "\$PID_$victim")"
-	rc=0
-	wait "$cpid" || rc=$?
-	cat client.err
-	[ "$rc" -eq 0 ]
-	same_as_reference
-	grep -q "^modsign-client: tls:sign-$victim.farm.test:7787: .*sent to the other servers" client.err
+	kill9_mid_batch_completes \
+		"^modsign-client: tls:sign-%s.farm.test:7787: .*sent to the other servers" conf_builder
 	refute grep -q "not signed" client.err
 	# Every line's host took part, the killed one only until it died.
 	for n in 1 2 3; do [ "$(oks "audit-$n.jsonl")" -gt 0 ]; done
-	[ "$(oks "audit-$victim.jsonl")" -lt 400 ]
 }
 
 # Twin: every listed server gone mid-batch (each killed): the batch fails
@@ -394,18 +398,10 @@ conf_builder() { # ARGS...: the client on the builder, its pool the config's ser
 	farm 3
 	builder_conf 1 2 3
 	mods 400
-	conf_builder sign mods/*.ko 2>client.err &
-	cpid=$!
-	busiest_after 20 >/dev/null
-	kill -9 "$PID_1" "$PID_2" "$PID_3"
-	rc=0
-	wait "$cpid" || rc=$?
-	[ "$rc" -eq 1 ]
+	kill9_mid_batch_fails "1 2 3" conf_builder
 	grep -v 'not signed' client.err
 	for n in 1 2 3; do grep -q "^modsign-client: tls:sign-$n.farm.test:7787: " client.err; done
 	grep -q "; no server left: all 3 of the pool failed\$" client.err
-	grep -q "not signed" client.err
-	untouched_or_whole
 	# Started again with all of them down: refused at once, each named.
 	cp "$P/unsigned/$(head -n1 names)" x.ko
 	run conf_builder sign x.ko
