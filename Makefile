@@ -87,6 +87,7 @@ $(B)/tests/test-options: $(B)/obj/modsignd/options.o $(B)/obj/modsignd/policy.o 
 			 $(B)/obj/modsignd/log.o
 $(B)/tests/test-modfile: $(B)/obj/modsign-client/modfile.o
 $(B)/tests/test-paths: $(B)/obj/modsign-client/paths.o
+$(B)/tests/test-translog: $(B)/obj/modsignd/translog.o
 $(B)/tests/test-conn: $(B)/obj/modsign-client/conn.o $(B)/obj/modsign-client/conn-tls.o
 # request.o's reply builders describe keys: the keystore comes whole.
 $(B)/tests/test-request: $(filter-out $(B)/obj/modsignd/main.o,$(DAEMON_OBJ))

@@ -124,45 +124,99 @@ int tlog_tile_path(char buf[TLOG_MAX_PATH], int level, uint64_t index, unsigned 
 	return w < 0 || w >= (int)TLOG_MAX_PATH ? -ENAMETOOLONG : 0;
 }
 
-/* "x001/x234/067": groups of three digits, 'x' before all but the last. */
-static const char *skip_index(const char *p)
+/* "x001/x234/067": groups of three digits, 'x' before all but the last,
+ * their value into *@ret; NULL if it is not one or does not fit. */
+static const char *parse_index(const char *p, uint64_t *ret)
 {
+	uint64_t v = 0;
+
 	for (;;) {
 		bool x = *p == 'x';
+		unsigned d;
 
 		p += x;
 		if (strspn(p, "0123456789") < 3)
 			return NULL;
+		d = (unsigned)((p[0] - '0') * 100 + (p[1] - '0') * 10 + (p[2] - '0'));
+		if (v > (UINT64_MAX - d) / 1000)
+			return NULL;
+		v = v * 1000 + d;
 		p += 3;
-		if (!x)
+		if (!x) {
+			*ret = v;
 			return p;
+		}
 		if (*p++ != '/')
 			return NULL;
 	}
 }
 
-bool tlog_tile_path_valid(const char *path)
+/* The level part, "entries/" or "L/", into *@ret. */
+static const char *parse_level(const char *p, int *ret)
 {
-	const char *p;
+	if (strncmp(p, "entries/", 8) == 0) {
+		*ret = TLOG_LEVEL_ENTRIES;
+		return p + 8;
+	}
+	if (*p >= '0' && *p < '0' + (int)TLOG_LEVELS && p[1] == '/') {
+		*ret = *p - '0';
+		return p + 2;
+	}
+	return NULL;
+}
+
+/* The width part: "" (a full tile) or ".p/W", W 1..255. */
+static int parse_width(const char *p, unsigned *ret)
+{
 	size_t w;
 
-	if (strncmp(path, "tile/", 5) != 0 || strlen(path) >= TLOG_MAX_PATH)
-		return false;
-	p = path + 5;
-	if (strncmp(p, "entries/", 8) == 0)
-		p += 8;
-	else if (*p >= '0' && *p < '0' + (int)TLOG_LEVELS && p[1] == '/')
-		p += 2;
-	else
-		return false;
-	p = skip_index(p);
-	if (!p || !*p)
-		return p != NULL;
+	if (!*p) {
+		*ret = 0;
+		return 0;
+	}
 	if (strncmp(p, ".p/", 3) != 0)
-		return false;
+		return -EINVAL;
 	p += 3;
 	w = strspn(p, "0123456789");
-	return w >= 1 && w <= 3 && !p[w] && p[0] != '0' && atoi(p) < (int)TLOG_TILE_WIDTH;
+	if (w < 1 || w > 3 || p[w] || p[0] == '0' || atoi(p) >= (int)TLOG_TILE_WIDTH)
+		return -EINVAL;
+	*ret = (unsigned)atoi(p);
+	return 0;
+}
+
+int tlog_tile_path_parse(const char *path, int *ret_level, uint64_t *ret_index,
+			 unsigned *ret_width)
+{
+	char again[TLOG_MAX_PATH];
+	const char *p;
+	uint64_t index;
+	unsigned width;
+	int level;
+
+	if (strncmp(path, "tile/", 5) != 0 || strlen(path) >= TLOG_MAX_PATH)
+		return -EINVAL;
+	p = parse_level(path + 5, &level);
+	if (p)
+		p = parse_index(p, &index);
+	if (!p || parse_width(p, &width) < 0)
+		return -EINVAL;
+	/* One spelling per tile ("x000/001" is not 1's): the name parsed is
+	 * the name of the tile whose extent a caller checks. */
+	if (tlog_tile_path(again, level, index, width) < 0 || strcmp(again, path) != 0)
+		return -EINVAL;
+	*ret_level = level;
+	*ret_index = index;
+	*ret_width = width;
+	return 0;
+}
+
+bool tlog_tile_path_valid(const char *path)
+{
+	uint64_t index;
+	unsigned width;
+	int level;
+
+	return tlog_tile_path_parse(path, &level, &index, &width) == 0;
 }
 
 unsigned tlog_tree_width(const struct tlog_tree *t, unsigned level)

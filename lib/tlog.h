@@ -47,8 +47,14 @@ void tlog_mth(const uint8_t *hashes, uint64_t n, uint8_t out[TLOG_HASH_LEN]);
  */
 int tlog_tile_path(char buf[TLOG_MAX_PATH], int level, uint64_t index, unsigned width);
 
-/* Whether @path is a tile path as tlog_tile_path() writes them (and
- * nothing else: no "..", no other name), for serving it. */
+/* The inverse of tlog_tile_path(): the level, index and width (0 for a
+ * full tile) of @path, which must be exactly as tlog_tile_path() writes
+ * it (nothing else: no "..", no other name, no other spelling of N),
+ * else -EINVAL and the outputs untouched. */
+int tlog_tile_path_parse(const char *path, int *ret_level, uint64_t *ret_index,
+			 unsigned *ret_width);
+
+/* Whether tlog_tile_path_parse() takes @path, for serving it. */
 bool tlog_tile_path_valid(const char *path);
 
 struct tlog_tree {

@@ -1233,15 +1233,20 @@ static void drain_workq(struct server *s)
 }
 
 /* The syncer is done with the group in s->committing: on with it, and
- * with the group that gathered meanwhile. */
+ * with the group that gathered meanwhile.  The event is taken first,
+ * whatever follows (syncer_take() reads the eventfd): the watch is
+ * level-triggered, and an event left unread would wake the loop again at
+ * once, for ever.  A step is submitted with a group only (log_group()):
+ * the check on s->committing only keeps translog_commit_end() from ever
+ * being handed no commit. */
 static void commit_done(struct server *s)
 {
-	struct job *list = s->committing;
+	struct job *list;
 	int r;
 
-	if (!list || !syncer_take(s->syncer, &r))
+	if (!syncer_take(s->syncer, &r) || !s->committing)
 		return;
-	s->committing = NULL;
+	list = TAKE_PTR(s->committing);
 	r = translog_commit_end(s->translog, TAKE_PTR(s->commit), r);
 	if (r < 0)
 		log_failed(list, r);

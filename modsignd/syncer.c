@@ -14,7 +14,7 @@ struct syncer {
 	pthread_cond_t cond;
 	int (*fn)(void *); /* the step submitted, NULL once it ran */
 	void *arg;
-	bool busy, done, stop;
+	bool done, stop;
 	int r;
 	int efd;
 	pthread_t thread;
@@ -28,16 +28,20 @@ static void *run(void *arg)
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
 		int (*fn)(void *);
+		void *fn_arg;
 		int r;
 
 		while (!s->fn && !s->stop)
 			pthread_cond_wait(&s->cond, &s->lock);
 		if (!s->fn)
 			break;
+		/* The step as submitted, both halves under the lock that
+		 * syncer_submit() wrote them under. */
 		fn = s->fn;
+		fn_arg = s->arg;
 		pthread_mutex_unlock(&s->lock);
 
-		r = fn(s->arg);
+		r = fn(fn_arg);
 
 		pthread_mutex_lock(&s->lock);
 		s->fn = NULL;
@@ -78,15 +82,9 @@ void syncer_submit(struct syncer *s, int (*fn)(void *), void *arg)
 	pthread_mutex_lock(&s->lock);
 	s->fn = fn;
 	s->arg = arg;
-	s->busy = true;
 	s->done = false;
 	pthread_mutex_unlock(&s->lock);
 	pthread_cond_signal(&s->cond);
-}
-
-bool syncer_busy(const struct syncer *s)
-{
-	return s->busy; /* changed by the loop's own calls only */
 }
 
 bool syncer_take(struct syncer *s, int *ret_r)
@@ -99,7 +97,7 @@ bool syncer_take(struct syncer *s, int *ret_r)
 	done = s->done;
 	if (done) {
 		*ret_r = s->r;
-		s->done = s->busy = false;
+		s->done = false;
 	}
 	pthread_mutex_unlock(&s->lock);
 	return done;

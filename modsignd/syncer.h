@@ -24,9 +24,6 @@ int syncer_start(struct syncer **ret, int *ret_fd);
  * the next only after syncer_take() returned this one. */
 void syncer_submit(struct syncer *s, int (*fn)(void *), void *arg);
 
-/* Whether a step is submitted and not yet taken back. */
-bool syncer_busy(const struct syncer *s);
-
 /* The step's result (what @fn returned) into *@ret_r, if it is done;
  * false while it runs. */
 bool syncer_take(struct syncer *s, int *ret_r);

@@ -706,6 +706,24 @@ int translog_open(const char *dir, EVP_PKEY *key, bool ephemeral, const char *or
 	return 0;
 }
 
+/*
+ * Whether the tile (@level, @index, @width; 0 for a full one) holds only
+ * leaves of the first @size: its last hash at level L (entries: level
+ * 0's) is hash @index * 256 + W of the size >> 8L that a tree of @size
+ * has there, i.e. N * 256^(L+1) + W * 256^L <= @size, without the
+ * overflow of 256^8.  A partial tile of a smaller size than @size is
+ * covered too: an older checkpoint published it.
+ */
+static bool tile_covered(int level, uint64_t index, unsigned width, uint64_t size)
+{
+	uint64_t hashes = size >> (TLOG_TILE_HEIGHT * (unsigned)(level < 0 ? 0 : level));
+	uint64_t w = width ? width : TLOG_TILE_WIDTH;
+
+	if (index > hashes / TLOG_TILE_WIDTH)
+		return false;
+	return hashes - index * TLOG_TILE_WIDTH >= w;
+}
+
 int translog_read(struct translog *t, const char *path, uint64_t offset, uint8_t *buf,
 		  size_t max, size_t *ret_len, uint64_t *ret_size)
 {
@@ -713,10 +731,17 @@ int translog_read(struct translog *t, const char *path, uint64_t offset, uint8_t
 				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS };
 	_cleanup_(closep) int fd = -1;
 	struct stat st;
+	uint64_t index;
+	unsigned width;
 	ssize_t n;
+	int level;
 
-	if (!tlog_tile_path_valid(path))
+	if (tlog_tile_path_parse(path, &level, &index, &width) < 0)
 		return -EINVAL;
+	/* Past the published checkpoint: a commit in flight wrote it, and
+	 * cuts it back if its sync fails; as if it were not there yet. */
+	if (!tile_covered(level, index, width, t->committed))
+		return -ENOENT;
 	fd = (int)syscall(SYS_openat2, t->dfd, path, &how, sizeof(how));
 	if (fd < 0)
 		return -errno;

@@ -81,8 +81,11 @@ uint64_t translog_size(const struct translog *t);
  * Read up to @max bytes from @offset of the tile @path (a name that
  * tlog_tile_path() makes, else -EINVAL), opened beneath the log
  * directory without following any symbolic link; *@ret_len bytes read,
- * *@ret_size the file's size.  -ENOENT if there is no such tile.  For
- * clients that audit the log online (the "log" request).
+ * *@ret_size the file's size.  -ENOENT if there is no such tile, or if
+ * the published checkpoint does not cover all of it (a commit in flight
+ * wrote it: it is not part of the log yet, and is cut back if the commit
+ * fails).  For clients that audit the log online (the "log" request);
+ * the checkpoint itself is translog_checkpoint(), the published one.
  */
 int translog_read(struct translog *t, const char *path, uint64_t offset, uint8_t *buf,
 		  size_t max, size_t *ret_len, uint64_t *ret_size);

@@ -179,6 +179,39 @@ static void test_paths(void)
 	CHECK_EQ("tlog path level 8 refused", tlog_tile_path(p, 8, 0, 0), -EINVAL);
 }
 
+/* tlog_tile_path_parse() gives back what tlog_tile_path() was given, and
+ * only for the one spelling it writes. */
+static void test_path_parse(void)
+{
+	static const struct {
+		int level;
+		uint64_t index;
+		unsigned width;
+	} tiles[] = {
+		{ 0, 0, 0 }, { 0, 1234067, 0 }, { 2, 1000, 0 }, { 1, 5, 7 },
+		{ TLOG_LEVEL_ENTRIES, 1234, 255 }, { 7, 0, 1 }, { 0, UINT64_MAX, 0 },
+	};
+	char p[TLOG_MAX_PATH], name[64];
+	uint64_t index = 42;
+	unsigned width = 42;
+	int level = 42;
+
+	for (size_t i = 0; i < sizeof(tiles) / sizeof(tiles[0]); i++) {
+		snprintf(name, sizeof(name), "tlog path parse round trip %zu", i);
+		CHECK(name, tlog_tile_path(p, tiles[i].level, tiles[i].index, tiles[i].width) == 0 &&
+			    tlog_tile_path_parse(p, &level, &index, &width) == 0 &&
+			    level == tiles[i].level && index == tiles[i].index &&
+			    width == tiles[i].width);
+	}
+	level = 42;
+	CHECK_EQ("tlog path parse: another spelling of 1 refused",
+		 tlog_tile_path_parse("tile/0/x000/001", &level, &index, &width), -EINVAL);
+	CHECK_EQ("tlog path parse: past 2^64 refused",
+		 tlog_tile_path_parse("tile/0/x018/x446/x744/x073/x709/x551/616", &level, &index,
+				      &width), -EINVAL);
+	CHECK_EQ("tlog path parse: outputs untouched on failure", level, 42);
+}
+
 static void test_checkpoint(void)
 {
 	_cleanup_(freep) char *text = NULL, *origin = NULL, *o2 = NULL;
@@ -332,6 +365,7 @@ int main(void)
 	test_rfc6962_vectors();
 	test_tiles_against_mth();
 	test_paths();
+	test_path_parse();
 	test_checkpoint();
 	test_bundle();
 	test_note_go_vector();
