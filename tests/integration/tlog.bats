@@ -455,7 +455,8 @@ PY
 # tile the checkpoint covers: 2 hashes of 3, so that it is opened).
 @test "tlog-online-serves-tiles-only" {
 	signed 3
-	ln -s "$T/log.pem" log/tile/0/000.p/2
+	# A commit at size 2 left its partial, or the three came in one.
+	ln -sfn "$T/log.pem" log/tile/0/000.p/2
 	run log_get "tile/0/../../log.pem" checkpoint tile/0/000.p/2 tile/0/000.p/3
 	assert_line "tile/0/../../log.pem not a tile path"
 	assert_line "checkpoint not a tile path"
