@@ -365,10 +365,20 @@ static int conn_flush(struct conn *c)
 
 /* ---- connections: state ------------------------------------------------ */
 
+/* Requests one connection may have in flight: its share of
+ * SERVER_MAX_JOBS (server.h).  A connection over it after others came
+ * reads again once its replies bring it under. */
+static unsigned conn_window(const struct server *s)
+{
+	unsigned share = SERVER_MAX_JOBS / (s->n_held ?: 1);
+
+	return share < 1 ? 1 : share > SERVER_MAX_INFLIGHT ? SERVER_MAX_INFLIGHT : share;
+}
+
 static bool conn_wants_input(const struct server *s, const struct conn *c)
 {
 	return !s->stopping && !c->eof && !c->closing &&
-	       c->inflight < SERVER_MAX_INFLIGHT && c->out_len < SERVER_OUT_HIGH;
+	       c->inflight < conn_window(s) && c->out_len < SERVER_OUT_HIGH;
 }
 
 static bool conn_finished(const struct server *s, const struct conn *c)
@@ -548,7 +558,7 @@ static void conn_process(struct server *s, struct conn *c)
 {
 	size_t off = 0;
 
-	while (!c->closing && !s->stopping && c->inflight < SERVER_MAX_INFLIGHT &&
+	while (!c->closing && !s->stopping && c->inflight < conn_window(s) &&
 	       c->out_len < SERVER_OUT_HIGH) {
 		_cleanup_(json_object_putp) json_object *msg = NULL;
 		size_t used = 0;

@@ -41,14 +41,20 @@
 #define SERVER_MAX_INFLIGHT 1024
 /* Bytes of a log tile per "log" reply: its base64 fits a frame. */
 #define SERVER_LOG_CHUNK (32u * 1024)
-/* A sign reply's size with a key up to RSA-8192 (about 1.6 KiB). */
-#define SERVER_SIGN_REPLY_MAX (2u * 1024)
+/* Requests in flight across all connections, shared out: each connection
+ * may have SERVER_MAX_JOBS / (connections held) of them, at most
+ * SERVER_MAX_INFLIGHT (server.c, conn_window()).  What allowed peers can
+ * make the daemon hold in jobs (with 4 KiB module names, ~18 MiB of
+ * locked memory; twice that while a new connection takes its share before
+ * the others have given theirs back) is then bounded whatever their
+ * number, and none waits behind the others' windows: four busy builders
+ * get a full window each, 256 connections 16 each. */
+#define SERVER_MAX_JOBS 4096
 /* Unsent reply bytes after which we stop reading a connection.  A client
- * may write its whole window before it reads a reply (modsign-client
- * does, with blocking writes), so this holds the replies of a full
- * window: below that, the daemon would stop reading while the client
- * still writes, and neither would move until SERVER_IO_TIMEOUT_MS. */
-#define SERVER_OUT_HIGH (SERVER_MAX_INFLIGHT * SERVER_SIGN_REPLY_MAX)
+ * must read its replies while it writes requests (modsign-client looks
+ * every 32 requests): one that wrote a window without reading would find
+ * the daemon no longer reading either, until SERVER_IO_TIMEOUT_MS. */
+#define SERVER_OUT_HIGH (256u * 1024)
 /* A peer that leaves a frame half-sent or its replies unread for this
  * long is disconnected. */
 #define SERVER_IO_TIMEOUT_MS 30000

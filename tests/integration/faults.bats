@@ -540,6 +540,61 @@ full_disk() {
 	assert_success
 }
 
+# ---- requests in flight across connections ---------------------------------
+# hogs N [PER [read]]: N allowed peers on a daemon with a slow key
+# (RSA-4096) each write PER (1024, a full client window) sign requests
+# and never read (with "read": read and drop the replies); after
+# 6 s (the metrics file is written every 5) the daemon's requests in
+# flight.  At c226cb1 each connection could hold 1024: twelve of them
+# pinned ~12000 jobs (a module name of up to 4 KiB each, in locked
+# memory).  Now each holds its share of SERVER_MAX_JOBS (4096).
+hogs() {
+	start_daemon "$T/hog.sock" --key default=ephemeral:rsa4096 --metrics-file "$T/hog.prom"
+	python3 - "$T/hog.sock" "$1" "${2:-1024}" "${3:-}" >hog.out 2>&1 3>&- <<'PY' &
+import json, socket, struct, sys, time
+def frame(o):
+    b = json.dumps(o).encode(); return struct.pack(">I", len(b)) + b
+socks = []
+for n in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.setblocking(False)
+    req = b"".join(frame({"v": 1, "id": i + 1, "op": "sign", "hash": "sha256",
+                          "digest": "%064x" % i, "module": "hog%d/%d.ko" % (n, i)}) for i in range(int(sys.argv[3])))
+    socks.append([s, req])
+t0 = time.time()
+while time.time() - t0 < 20:
+    for sr in socks:
+        try: sr[1] = sr[1][sr[0].send(sr[1][:65536]):]
+        except BlockingIOError: pass
+        try:
+            while sys.argv[4] == "read" and sr[0].recv(65536): pass
+        except BlockingIOError: pass
+    time.sleep(0.05)
+PY
+	HOG_PID=$!
+	sleep 6
+	HOG_INFLIGHT=$(awk '$1 == "modsignd_requests_in_flight" { print $2 }' "$T/hog.prom")
+	echo "# $1 peers: $HOG_INFLIGHT requests in flight" >&3
+}
+
+@test "hogs-twelve-full-windows-held-to-the-daemon-wide-share" {
+	hogs 12
+	kill "$HOG_PID"
+	[ -n "$HOG_INFLIGHT" ]
+	[ "$HOG_INFLIGHT" -le 4096 ]
+	# They are served all the same: none is shut out.
+	[ "$HOG_INFLIGHT" -gt 0 ]
+}
+
+# Twin: one peer alone that reads its replies still gets its full window
+# of 1024 (of the 4096 it writes, some 2000 are still to be signed after
+# 6 s).
+@test "hogs-twin-one-peer-gets-its-full-window" {
+	hogs 1 4096 read
+	kill "$HOG_PID"
+	[ "$HOG_INFLIGHT" -gt 900 ]
+	[ "$HOG_INFLIGHT" -le 1024 ]
+}
+
 # ---- the connection limit -------------------------------------------------
 # limited: a daemon with --max-connections 4 and 4 served connections held
 # open (lim.fifo once they are); on lim.fifo.release one leaves
