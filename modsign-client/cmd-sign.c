@@ -325,6 +325,7 @@ struct batch {
 	struct pool pool;
 	struct progress prog;
 	unsigned window;     /* requests in flight per connection, sign_window() */
+	size_t turn;         /* the connection batch_fill() starts with */
 	bool ended;          /* conn_end_requests() said */
 	char why[512];       /* why the last connection was lost */
 	bool pinned;         /* signer holds the batch's key */
@@ -439,9 +440,9 @@ static unsigned sign_window(size_t servers)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
 		return SIGN_WINDOW;
-	if (rl.rlim_cur <= SIGN_FD_RESERVE)
+	if (rl.rlim_cur <= SIGN_FD_RESERVE + servers)
 		return 1; /* what can be opened is opened; the rest is named */
-	w = (rl.rlim_cur - SIGN_FD_RESERVE) / (SIGN_ITEM_FDS * (servers ?: 1));
+	w = (rl.rlim_cur - SIGN_FD_RESERVE - servers) / (SIGN_ITEM_FDS * (servers ?: 1));
 	return w < 1 ? 1 : w > SIGN_WINDOW ? SIGN_WINDOW : (unsigned)w;
 }
 
@@ -459,7 +460,8 @@ static bool batch_fill(struct batch *b)
 
 	while (sent && batch_more(b)) {
 		sent = false;
-		for (size_t i = 0; i < b->pool.n && batch_more(b); i++) {
+		for (size_t t = 0; t < b->pool.n && batch_more(b); t++) {
+			size_t i = (b->turn + t) % b->pool.n;
 			struct pool_conn *pc = &b->pool.v[i];
 			size_t k;
 			int r;
@@ -475,8 +477,10 @@ static bool batch_fill(struct batch *b)
 			if (b->items[k].on)
 				pool_sent(&b->pool, i);
 			sent = true;
-			if (++step == SIGN_FILL_STEP)
+			if (++step == SIGN_FILL_STEP) {
+				b->turn = (i + 1) % b->pool.n; /* the next call goes on */
 				return batch_more(b);
+			}
 		}
 	}
 	/* One server and nothing left to send: it may hang up after the

@@ -147,8 +147,8 @@ int pool_wait(struct pool *p, bool block, size_t *ret_i)
 	for (;;) {
 		/* A deadline passed is a stall only if nothing has arrived: a
 		 * reply may have waited while we wrote modules. */
-		timeout = block ? next_deadline(p, &stalled) : 0;
-		r = poll(fds, nf, timeout);
+		timeout = next_deadline(p, &stalled);
+		r = poll(fds, nf, block ? timeout : 0);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
@@ -158,7 +158,7 @@ int pool_wait(struct pool *p, bool block, size_t *ret_i)
 				*ret_i = idx[k];
 				return 1;
 			}
-		if (!block)
+		if (!block && timeout != 0)
 			return -EAGAIN;
 		if (timeout == 0) {
 			*ret_i = stalled;

@@ -54,7 +54,7 @@ void pool_replied(struct pool *p, size_t i);
  * is live, or for CONN_TIMEOUT_SEC when it is the last); *@ret_i says
  * which.  -ENOTCONN when no live connection has requests outstanding,
  * or poll(2)'s -errno.  Unless @block, it does not wait: -EAGAIN when no
- * input is there yet (never 0: a stall is judged only while waiting).
+ * input is there yet and no connection is past its stall deadline.
  */
 int pool_wait(struct pool *p, bool block, size_t *ret_i);
 
