@@ -47,8 +47,9 @@
  * make the daemon hold in jobs (with 4 KiB module names, ~18 MiB of
  * locked memory; twice that while a new connection takes its share before
  * the others have given theirs back) is then bounded whatever their
- * number, and none waits behind the others' windows: four busy builders
- * get a full window each, 256 connections 16 each. */
+ * number, and a new connection queues behind at most that many (the work
+ * queue is first in, first out): four busy builders get a full window
+ * each, 256 connections 16 each. */
 #define SERVER_MAX_JOBS 4096
 /* Unsent reply bytes after which we stop reading a connection.  A client
  * must read its replies while it writes requests (modsign-client looks
