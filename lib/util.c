@@ -217,6 +217,54 @@ int read_file_at(int dirfd, const char *path, size_t max, int open_flags, char *
 	return 0;
 }
 
+int regular_file_openat(int dirfd, const char *name, int flags, mode_t mode)
+{
+	_cleanup_(closep) int fd = -1;
+	struct stat st;
+
+	fd = openat(dirfd, name, flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	/* Regular files ignore O_NONBLOCK; cleared so that a caller handing
+	 * the fd on (fdopen, sendfile) sees ordinary blocking semantics. */
+	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+		return -errno;
+	return TAKE_FD(fd);
+}
+
+int private_dir_open(const char *path, struct stat *ret_st)
+{
+	_cleanup_(closep) int fd = -1;
+
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, ret_st) < 0)
+		return -errno;
+	if (ret_st->st_uid != geteuid() || (ret_st->st_mode & (S_IWGRP | S_IWOTH)))
+		return -EPERM;
+	return TAKE_FD(fd);
+}
+
+const char *private_dir_refusal(int r, const struct stat *st)
+{
+	switch (r) {
+	case -ELOOP:
+	case -ENOTDIR:
+		/* O_DIRECTORY|O_NOFOLLOW on a link gives ENOTDIR. */
+		return "not a directory (a symbolic link is not followed)";
+	case -EPERM:
+		return st->st_uid != geteuid() ? "not owned by the daemon's own user (chown it)" :
+						 "group or others may write it (chmod go-w)";
+	default:
+		return NULL;
+	}
+}
+
 int secret_file_open(const char *path, struct stat *ret_st)
 {
 	_cleanup_(closep) int fd = -1;

@@ -106,6 +106,33 @@ int secret_file_read(const char *path, size_t max, struct stat *ret_st,
 		     uint8_t **ret, size_t *ret_len);
 
 /*
+ * Open @name relative to @dirfd as a regular file, never waiting on it and
+ * never through a link: @flags (O_RDONLY, O_WRONLY|O_CREAT|O_EXCL, ...)
+ * gain O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC|O_NOCTTY, and the opened file must be
+ * a regular file (fstat).  A FIFO, socket or device planted at @name is
+ * refused at once instead of stopping the caller's event loop.  @mode as
+ * openat()'s.  Returns the fd (O_NONBLOCK cleared again); -errno from open
+ * or fstat (-ELOOP: a symlink); -EINVAL if it is not a regular file.
+ */
+int regular_file_openat(int dirfd, const char *name, int flags, mode_t mode);
+
+/*
+ * Open the directory @path, which holds what only the caller may write (an
+ * audit log, a transparency log, a metrics file), for use by descriptor
+ * from then on: not through a symlink (the last component), a directory,
+ * owned by the caller's effective uid, and writable by neither group nor
+ * others (anyone who can write it can plant or swap files there).  Checked
+ * on the opened directory (fstat).  Returns the fd; -errno from open or
+ * fstat (-ENOTDIR: not a directory or a symlink); -EPERM if another user owns it or group or
+ * others may write it.  *@ret_st is filled whenever fstat succeeded.
+ */
+int private_dir_open(const char *path, struct stat *ret_st);
+/* Why private_dir_open() refused a directory, for a message "PATH: WHY",
+ * from its return @r and the *@st it filled; NULL if @r is not one of its
+ * own refusals. */
+const char *private_dir_refusal(int r, const struct stat *st);
+
+/*
  * Milliseconds of CLOCK_MONOTONIC, from an arbitrary start: for deadlines
  * and intervals, which must not jump when the wall clock is set; never a
  * timestamp.  Cannot fail.

@@ -414,6 +414,70 @@ static void test_keyfile(void)
 	X509_free(cert);
 }
 
+/* regular_file_openat() and private_dir_open(): a FIFO or a link planted
+ * where a file is expected is refused at once; a directory others can
+ * write, or another user's, is refused; the legitimate twins open. */
+static void test_private_files(void)
+{
+	char dir[] = "/tmp/modsign-test-private-XXXXXX", sub[64];
+	struct stat st;
+	int fd;
+
+	if (!CHECK("private: directory made", mkdtemp(dir) != NULL))
+		return;
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	CHECK("private: fifo, link and file made",
+	      dfd >= 0 && mkfifoat(dfd, "fifo", 0600) == 0 &&
+		      symlinkat("file", dfd, "link") == 0 &&
+		      (fd = openat(dfd, "file", O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) >= 0 &&
+		      close(fd) == 0);
+	CHECK_EQ("regular_file_openat a FIFO (no reader: not waited on)",
+		 regular_file_openat(dfd, "fifo", O_RDONLY, 0), -EINVAL);
+	CHECK_EQ("regular_file_openat a FIFO for writing",
+		 regular_file_openat(dfd, "fifo", O_WRONLY, 0), -ENXIO);
+	CHECK_EQ("regular_file_openat through a symlink",
+		 regular_file_openat(dfd, "link", O_RDONLY, 0), -ELOOP);
+	CHECK_EQ("regular_file_openat O_EXCL over a file",
+		 regular_file_openat(dfd, "file", O_WRONLY | O_CREAT | O_EXCL, 0600), -EEXIST);
+	fd = regular_file_openat(dfd, "file", O_RDONLY, 0);
+	CHECK("regular_file_openat a regular file, blocking again",
+	      fd >= 0 && !(fcntl(fd, F_GETFL) & O_NONBLOCK));
+	if (fd >= 0)
+		close(fd);
+
+	fd = private_dir_open(dir, &st);
+	CHECK("private_dir_open own 0700 directory", fd >= 0);
+	if (fd >= 0)
+		close(fd);
+	chmod(dir, 0770);
+	CHECK("private_dir_open group-writable refused",
+	      private_dir_open(dir, &st) == -EPERM &&
+		      strcmp(private_dir_refusal(-EPERM, &st),
+			     "group or others may write it (chmod go-w)") == 0);
+	chmod(dir, 0757);
+	CHECK_EQ("private_dir_open world-writable refused", private_dir_open(dir, &st), -EPERM);
+	chmod(dir, 0755);
+	CHECK("private_dir_open 0755 taken", (fd = private_dir_open(dir, &st)) >= 0 && close(fd) == 0);
+	CHECK("private: owner changed", chown(dir, 65534, 65534) == 0);
+	CHECK("private_dir_open another user's refused",
+	      private_dir_open(dir, &st) == -EPERM &&
+		      strcmp(private_dir_refusal(-EPERM, &st),
+			     "not owned by the daemon's own user (chown it)") == 0);
+	(void)!chown(dir, 0, 0);
+	snprintf(sub, sizeof(sub), "%s/dlink", dir);
+	CHECK("private: link to a directory made", symlink("/tmp", sub) == 0);
+	CHECK_EQ("private_dir_open through a symlink", private_dir_open(sub, &st), -ENOTDIR);
+	unlinkat(dfd, "dlink", 0);
+	snprintf(sub, sizeof(sub), "%s/file", dir);
+	CHECK_EQ("private_dir_open a file", private_dir_open(sub, &st), -ENOTDIR);
+
+	unlinkat(dfd, "fifo", 0);
+	unlinkat(dfd, "link", 0);
+	unlinkat(dfd, "file", 0);
+	close(dfd);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	test_hex();
@@ -426,6 +490,7 @@ int main(void)
 	test_utf8();
 	test_now_ms();
 	test_split_host_port();
+	test_private_files();
 	test_keyfile();
 	return unit_summary("test-util");
 }
