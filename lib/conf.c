@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 
 #include "conf.h"
@@ -77,12 +78,22 @@ int conf_parse_buf(const char *buf, size_t len, conf_cb cb, void *userdata,
 
 int conf_parse(const char *path, conf_cb cb, void *userdata, unsigned *ret_line)
 {
+	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+	*ret_line = 0;
+	if (fd < 0)
+		return -errno;
+	return conf_parse_fd(fd, cb, userdata, ret_line);
+}
+
+int conf_parse_fd(int fd, conf_cb cb, void *userdata, unsigned *ret_line)
+{
 	_cleanup_(freep) char *buf = NULL;
 	size_t len;
 	int r;
 
 	*ret_line = 0;
-	r = read_file(path, CONF_MAX_FILE, 0, &buf, &len);
+	r = read_fd(fd, CONF_MAX_FILE, &buf, &len);
 	if (r < 0)
 		return r;
 	return conf_parse_buf(buf, len, cb, userdata, ret_line);

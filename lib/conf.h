@@ -32,6 +32,10 @@ typedef int (*conf_cb)(const char *key, const char *value, void *userdata);
  */
 int conf_parse(const char *path, conf_cb cb, void *userdata, unsigned *ret_line);
 
+/* The same from the open file @fd (a caller that checked whose file it
+ * is before trusting it: owned_file_open()); @fd stays open. */
+int conf_parse_fd(int fd, conf_cb cb, void *userdata, unsigned *ret_line);
+
 /* The same over a buffer (for fuzzing and tests). */
 int conf_parse_buf(const char *buf, size_t len, conf_cb cb, void *userdata,
 		   unsigned *ret_line);

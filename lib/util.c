@@ -192,13 +192,19 @@ int read_file_at(int dirfd, const char *path, size_t max, int open_flags, char *
 		 size_t *ret_len)
 {
 	_cleanup_(closep) int fd = -1;
-	_cleanup_(freep) char *buf = NULL;
-	struct stat st;
-	ssize_t n;
 
 	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | open_flags);
 	if (fd < 0)
 		return -errno;
+	return read_fd(fd, max, ret, ret_len);
+}
+
+int read_fd(int fd, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_(freep) char *buf = NULL;
+	struct stat st;
+	ssize_t n;
+
 	if (fstat(fd, &st) < 0)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
@@ -265,24 +271,24 @@ const char *private_dir_refusal(int r, const struct stat *st)
 	}
 }
 
-int secret_file_open(const char *path, struct stat *ret_st)
+int owned_file_open(const char *path, mode_t forbidden, struct stat *ret_st)
 {
-	_cleanup_(closep) int fd = -1;
+	_cleanup_(closep) int fd = regular_file_openat(AT_FDCWD, path, O_RDONLY, 0);
 
-	/* O_NONBLOCK: a FIFO at @path is refused as not a regular file, not
-	 * waited on for ever; it changes nothing for a regular file. */
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, ret_st) < 0)
 		return -errno;
-	if (!S_ISREG(ret_st->st_mode))
-		return -EINVAL;
-	if (ret_st->st_mode & (S_IRWXG | S_IRWXO))
+	if (ret_st->st_mode & forbidden)
 		return -EPERM;
 	if (ret_st->st_uid != 0 && ret_st->st_uid != geteuid())
 		return -EPERM;
 	return TAKE_FD(fd);
+}
+
+int secret_file_open(const char *path, struct stat *ret_st)
+{
+	return owned_file_open(path, S_IRWXG | S_IRWXO, ret_st);
 }
 
 const char *secret_file_refusal(int r, const struct stat *st)

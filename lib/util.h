@@ -53,6 +53,9 @@ int buf_grow(uint8_t **buf, size_t *cap, size_t len, size_t max);
  */
 int read_file(const char *path, size_t max, int open_flags, char **ret, size_t *ret_len);
 
+/* The same from the open file @fd, which must be a regular file. */
+int read_fd(int fd, size_t max, char **ret, size_t *ret_len);
+
 /* read_file() of @path relative to the directory @dirfd (AT_FDCWD: the
  * current one). */
 int read_file_at(int dirfd, const char *path, size_t max, int open_flags, char **ret,
@@ -81,16 +84,23 @@ bool utf8_is_valid(const char *s);
 int utf8_replace_invalid(const char *s, char **ret);
 
 /*
+ * Open @path for reading, a file whose owner answers for its content: as
+ * regular_file_openat() does (not through a symlink, never waited on, a
+ * regular file), owned by root or by the caller's effective uid (whoever
+ * owns it may chmod it and write it), and none of the mode bits
+ * @forbidden set.  Mode and owner are taken from the opened file (fstat),
+ * not from a path that can change in between.  Returns the fd; -errno
+ * from open or fstat (-ELOOP: a symlink); -EINVAL if it is not a regular
+ * file; -EPERM if a @forbidden bit is set or the owner is someone else
+ * (*@ret_st, filled once the file is open, tells which).
+ */
+int owned_file_open(const char *path, mode_t forbidden, struct stat *ret_st);
+
+/*
  * Open @path, a file that holds a secret (a private key, a PIN), for
- * reading: not through a symlink, a regular file, neither group nor others
- * may read or write it, and it is owned by root or by the daemon's own
- * user (whoever owns it may chmod it, and read it).  Mode and owner are
- * taken from the opened file (fstat), not from a path that can change in
- * between.  Returns the fd; -errno from open or fstat (-ELOOP: a symlink);
- * -EINVAL if it is not a regular file; -EPERM if its mode is too open or
- * its owner someone else.  *@ret_st is filled whenever fstat succeeded,
- * so that the caller can name the mode.  The one check for every secret
- * file the daemon reads: keys, the TLS key, the PKCS#11 PIN.
+ * reading: owned_file_open() with neither group nor others allowed to
+ * read or write it.  The one check for every secret file the daemon
+ * reads: keys, the TLS key, the PKCS#11 PIN; and the client's TLS key.
  */
 int secret_file_open(const char *path, struct stat *ret_st);
 /* Why secret_file_open() or secret_file_read() refused a file, for a

@@ -478,6 +478,48 @@ static void test_private_files(void)
 	rmdir(dir);
 }
 
+/* owned_file_open() as the client opens its configuration (ssh's
+ * StrictModes): readable by all is fine, writable by group or others or
+ * another user's file is refused, a FIFO at once. */
+static void test_owned_file(void)
+{
+	char dir[] = "/tmp/modsign-test-owned-XXXXXX", file[64], fifo[64];
+	const mode_t no_write = S_IWGRP | S_IWOTH;
+	struct stat st;
+	int fd;
+
+	if (!CHECK("owned: directory made", mkdtemp(dir) != NULL))
+		return;
+	snprintf(file, sizeof(file), "%s/client.conf", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo.conf", dir);
+	fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	CHECK("owned: file and FIFO made", fd >= 0 && close(fd) == 0 && mkfifo(fifo, 0644) == 0);
+	fd = owned_file_open(file, no_write, &st);
+	CHECK("owned_file_open own 0644 file read", fd >= 0 && close(fd) == 0);
+	chmod(file, 0600);
+	fd = owned_file_open(file, no_write, &st);
+	CHECK("owned_file_open own 0600 file read", fd >= 0 && close(fd) == 0);
+	chmod(file, 0664);
+	CHECK("owned_file_open group-writable refused",
+	      owned_file_open(file, no_write, &st) == -EPERM && (st.st_mode & S_IWGRP));
+	chmod(file, 0646);
+	CHECK_EQ("owned_file_open world-writable refused", owned_file_open(file, no_write, &st),
+		 -EPERM);
+	chmod(file, 0644);
+	CHECK("owned: owner changed", chown(file, 65534, 65534) == 0);
+	CHECK("owned_file_open another user's 0644 file refused",
+	      owned_file_open(file, no_write, &st) == -EPERM && st.st_uid == 65534 &&
+		      !(st.st_mode & no_write));
+	CHECK_EQ("owned_file_open a FIFO (not waited on)", owned_file_open(fifo, no_write, &st),
+		 -EINVAL);
+	/* Twin: a secret's stricter check on the same 0644 root file. */
+	(void)!chown(file, 0, 0);
+	CHECK_EQ("secret_file_open 0644 refused", secret_file_open(file, &st), -EPERM);
+	unlink(file);
+	unlink(fifo);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	test_hex();
@@ -491,6 +533,7 @@ int main(void)
 	test_now_ms();
 	test_split_host_port();
 	test_private_files();
+	test_owned_file();
 	test_keyfile();
 	return unit_summary("test-util");
 }
