@@ -8,15 +8,18 @@
 #define _GNU_SOURCE /* vasprintf */
 #include <errno.h>
 #include <libgen.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "client.h"
 #include "conf.h"
+#include "util.h"
 
 static void usage(FILE *f)
 {
@@ -189,29 +192,106 @@ static int conf_setting(const char *key, const char *value, void *userdata)
 	return 0;
 }
 
+/*
+ * Whose ~/.config/modsign/client.conf is read, as ssh finds ~/.ssh/config:
+ * root's is in the password database, never in $HOME, which `sudo -E` or
+ * `su` without `-` keep from the user who called them (her file would
+ * choose the servers whose signatures root writes into modules).  Others'
+ * is $HOME, else the database's.  A new path, or NULL without a home.
+ */
+static char *config_user_path(void)
+{
+	const char *home = getenv("HOME");
+	struct passwd *pw;
+	char *path;
+
+	if (geteuid() == 0 || !home || !*home) {
+		pw = getpwuid(geteuid());
+		home = pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : NULL;
+	}
+	if (!home || asprintf(&path, "%s/.config/modsign/client.conf", home) < 0)
+		return NULL;
+	return path;
+}
+
+/* ssh's StrictModes for its configuration: whoever may write the file
+ * chooses the servers, and a TLS key, the client uses. */
+#define CONFIG_FORBIDDEN_MODE (S_IWGRP | S_IWOTH)
+
+/*
+ * Open the config file @path if its owner answers for it (owned_file_open:
+ * root's or the caller's, writable by neither group nor others, a regular
+ * file, not through a link, a FIFO not waited on).  Says why not, except
+ * for -ENOENT: whether a missing file matters is the caller's to say.
+ */
+static int config_open(const char *path)
+{
+	struct stat st;
+	int fd = owned_file_open(path, CONFIG_FORBIDDEN_MODE, &st);
+
+	if (fd == -EPERM && (st.st_mode & CONFIG_FORBIDDEN_MODE))
+		warn_msg("%s: mode %04o: group or others may write it (chmod go-w)", path,
+			 (unsigned)(st.st_mode & 07777));
+	else if (fd == -EPERM)
+		warn_msg("%s: owner uid %u: neither root nor uid %u who runs this (chown it)",
+			 path, (unsigned)st.st_uid, (unsigned)geteuid());
+	else if (fd == -ELOOP)
+		warn_msg("%s: a symbolic link: not followed (put the file itself there)", path);
+	else if (fd == -EINVAL)
+		warn_msg("%s: not a regular file", path);
+	else if (fd < 0 && fd != -ENOENT)
+		warn_msg("%s: %s", path, strerror(-fd));
+	return fd;
+}
+
+/* The config file: $MODSIGN_CONFIG (which must exist), else the caller's
+ * own, else the system's, else none (-ENOENT, *@ret_path NULL). */
+static int config_find(const char **ret_path, char **ret_user)
+{
+	const char *env = getenv("MODSIGN_CONFIG");
+	int fd;
+
+	*ret_path = NULL;
+	if (env && *env) {
+		fd = config_open(env);
+		if (fd == -ENOENT)
+			warn_msg("%s: %s", env, strerror(ENOENT));
+		*ret_path = env;
+		return fd;
+	}
+	*ret_user = config_user_path();
+	fd = *ret_user ? config_open(*ret_user) : -ENOENT;
+	if (fd != -ENOENT) {
+		*ret_path = *ret_user;
+		return fd;
+	}
+	fd = config_open(CLIENT_SYSTEM_CONFIG);
+	if (fd != -ENOENT)
+		*ret_path = CLIENT_SYSTEM_CONFIG;
+	return fd;
+}
+
 static int read_config(struct global *g, bool have_servers)
 {
-	const char *env = getenv("MODSIGN_CONFIG"), *home = getenv("HOME");
-	char path[4096] = CLIENT_SYSTEM_CONFIG;
+	_cleanup_(freep) char *user = NULL;
+	_cleanup_(closep) int fd = -1;
 	size_t n_servers = g->n_servers;
+	const char *path;
 	unsigned line;
 	int r;
 
-	if (env && *env)
-		snprintf(path, sizeof(path), "%s", env);
-	else if (home && *home) {
-		snprintf(path, sizeof(path), "%s/.config/modsign/client.conf", home);
-		if (access(path, F_OK) < 0)
-			snprintf(path, sizeof(path), "%s", CLIENT_SYSTEM_CONFIG);
-	}
-	r = conf_parse(path, conf_setting, g, &line);
-	if (r == -ENOENT && line == 0 && !env)
+	fd = config_find(&path, &user);
+	if (fd == -ENOENT && !path)
 		return 0; /* no config file is fine */
-	if (r < 0) {
-		warn_msg("%s%s%u: %s", path, line ? ":" : "", line,
-			 r == -ENOENT ? "unknown setting" : strerror(-r));
+	if (fd < 0)
+		return fd;
+	r = conf_parse_fd(fd, conf_setting, g, &line);
+	if (r < 0 && line)
+		warn_msg("%s:%u: %s", path, line, r == -ENOENT ? "unknown setting" : strerror(-r));
+	else if (r < 0)
+		warn_msg("%s: %s", path, strerror(-r));
+	if (r < 0)
 		return r;
-	}
 	if (have_servers)
 		g->n_servers = n_servers; /* the command line's list wins */
 	return 0;

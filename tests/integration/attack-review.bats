@@ -3,7 +3,9 @@
 # succeed there: silent sockets from the client's own address, junk from
 # 65 addresses hiding a certificate's refusal, a FIFO at a module's name,
 # a key file another user owns, a duplicate key name --check-config
-# passed, look-alike characters in a certificate's name.
+# passed, look-alike characters in a certificate's name.  Then the
+# client's part of issue 27's review (284953e): another user's
+# configuration read by root, and a server's escape sequences printed.
 
 load ../common
 
@@ -197,5 +199,201 @@ PY
 	# Twin: 0600, served.
 	chmod 0600 builder-1.key
 	run as builder-1 status
+	assert_success
+}
+
+# ---- issue 27: a client among hostile users and servers -----------------
+
+# fake_server SOCK MODE [TOUCH]: a modsignd look-alike on unix:SOCK that
+# answers status, log and (refusing) every other op, per
+# docs/PROTOCOL.md; MODE evil puts escape sequences (OSC, CSI, C1 in UTF-8
+# and as raw bytes), DEL and a forged line in every string, honest gives
+# UTF-8 in several scripts and a checkpoint note as the daemon writes it.
+# TOUCH, if given, is created on each connection.
+fake_server() {
+	cat >fake.py <<'PY'
+import json, os, socket, struct, sys
+path, mode = sys.argv[1], sys.argv[2]
+touch = sys.argv[3] if len(sys.argv) > 3 else None
+RAW = "@RAW9B@"  # a byte 0x9B outside UTF-8, put in after json.dumps
+FORGED = "\nall modules verified OK"
+if mode == "evil":
+    status = {"version": "\x1b]0;owned\x07", "keys": [{
+        "name": "k\x1b[2J\x1b[H", "algorithm": "\u009b2J", "backend": "file" + RAW,
+        "subject": "CN=x" + FORGED, "key_id": "\x7f", "serial": "01", "default": True,
+        "health": "unavailable", "health_error": "\x1b]0;t\x07" + FORGED}]}
+    log = {"vkey": "\x1b]0;owned\x07k+00000000+AAAA" + FORGED,
+           "checkpoint": "k\n1\n\x1b[2J\u009b2J" + RAW + FORGED + "\n"}
+    error = "unknown key \u009b2J " + RAW + FORGED
+else:
+    status = {"version": "0.1", "keys": [{
+        "name": "default", "algorithm": "ecdsa-p256", "backend": "ephemeral",
+        "subject": "CN=J\u00fcrgen M\u00fcller, O=\u7f72\u540d \U0001f511",
+        "key_id": "ab", "serial": "01", "default": True, "health": "ok"}]}
+    log = {"vkey": "modsign.example/log+0badf00d+AAAA",
+           "checkpoint": "modsign.example/log\n3\nq83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=\n"
+                         "\n\u2014 modsign.example/log C6vwDQAA\n"}
+    error = "unknown key \u00abother\u00bb"
+def reply(req):
+    out = {"v": 1, "id": req.get("id", 0)}
+    if req.get("op") == "status":
+        out.update(ok=True, **status)
+    elif req.get("op") == "log":
+        out.update(ok=True, **log)
+    else:
+        out.update(ok=False, error=error)
+    b = json.dumps(out, ensure_ascii=False).encode().replace(RAW.encode(), b"\x9b")
+    return struct.pack(">I", len(b)) + b
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(8)
+while True:
+    c, _ = s.accept()
+    if touch:
+        open(touch, "w").close()
+    buf = b""
+    while True:
+        d = c.recv(65536)
+        if not d:
+            break
+        buf += d
+        while len(buf) >= 4 and len(buf) >= 4 + struct.unpack(">I", buf[:4])[0]:
+            n = struct.unpack(">I", buf[:4])[0]
+            c.sendall(reply(json.loads(buf[4:4 + n])))
+            buf = buf[4 + n:]
+    c.close()
+PY
+	python3 fake.py "$@" 3>&- &
+	DAEMON_PIDS+=($!)
+	eventually 10 test -S "$1"
+}
+
+# ---- issue 27, point 4: whose configuration the client reads ----------------
+
+# conf_in HOME OWNER MODE SERVER: HOME/.config/modsign/client.conf naming
+# SERVER, the whole HOME owned by OWNER, the file mode MODE.
+conf_in() {
+	mkdir -p "$1/.config/modsign"
+	printf 'server = %s\n' "$4" >"$1/.config/modsign/client.conf"
+	chown -R "$2" "$1"
+	chmod "$3" "$1/.config/modsign/client.conf"
+}
+
+# in_root_home DIR CMD...: CMD in a mount namespace of its own where
+# root's home (the password database's, /root) is DIR: root's own config
+# is planted there, never in the machine's /root.
+in_root_home() {
+	local dir=$1
+	shift
+	unshare -m sh -c 'mount --bind "$0" /root && exec "$@"' "$dir" "$@"
+}
+
+# as_nobody HOME CMD-ARGS...: the client run by nobody with HOME.
+as_nobody() {
+	local home=$1 c
+	shift
+	c=$(nobody_client)
+	runuser -u nobody -- env -u MODSIGN_CONFIG -u MODSIGN_SERVER HOME="$home" "$c" "$@"
+}
+
+@test "client-config-as-root-home-of-another-user-not-read" {
+	# Root with another user's HOME (sudo -E, su without -) read her
+	# client.conf: her server answered root's status, cert and sign.
+	fake_server "$T/hers.sock" honest "$T/hers.used"
+	conf_in "$T/alice" nobody 0644 "unix:$T/hers.sock"
+	mkdir roothome
+	run in_root_home "$T/roothome" env -u MODSIGN_CONFIG -u MODSIGN_SERVER \
+		HOME="$T/alice" "$C" status
+	refute_output --partial "hers.sock"
+	[ ! -e hers.used ]
+	# The same file named by $MODSIGN_CONFIG (kept by sudo -E): refused
+	# as another user's.
+	run env -u MODSIGN_SERVER MODSIGN_CONFIG="$T/alice/.config/modsign/client.conf" \
+		"$C" status
+	assert_failure
+	assert_output --partial "client.conf: owner uid 65534: neither root nor uid 0"
+	[ ! -e hers.used ]
+}
+
+@test "client-config-twin-root-reads-its-own-with-another-home" {
+	fake_server "$T/hers.sock" honest "$T/hers.used"
+	fake_server "$T/roots.sock" honest
+	conf_in "$T/alice" nobody 0644 "unix:$T/hers.sock"
+	conf_in "$T/roothome" root 0600 "unix:$T/roots.sock"
+	run in_root_home "$T/roothome" env -u MODSIGN_CONFIG -u MODSIGN_SERVER \
+		HOME="$T/alice" "$C" status
+	assert_success
+	assert_output --partial "server: unix:$T/roots.sock"
+	[ ! -e hers.used ]
+}
+
+@test "client-config-twin-user-own-0600-read" {
+	start_daemon "$T/d.sock" --key default=ephemeral:ecdsa-p256 --allow uid:65534 \
+		--socket-mode 0666
+	conf_in "$T/nb" nobody 0600 "unix:$T/d.sock"
+	run as_nobody "$T/nb" status
+	assert_success
+	assert_output --partial "server: unix:$T/d.sock"
+	# Readable by all is fine (ssh's rule is about writing), and so is a
+	# file of root's in the user's home.
+	chmod 0644 nb/.config/modsign/client.conf
+	run as_nobody "$T/nb" status
+	assert_success
+	chown root nb/.config/modsign/client.conf
+	run as_nobody "$T/nb" status
+	assert_success
+	assert_output --partial "server: unix:$T/d.sock"
+}
+
+@test "client-config-writable-by-group-or-others-refused" {
+	start_daemon "$T/d.sock" --key default=ephemeral:ecdsa-p256 --allow uid:65534 \
+		--socket-mode 0666
+	conf_in "$T/nb" nobody 0664 "unix:$T/d.sock"
+	run as_nobody "$T/nb" status
+	assert_failure
+	assert_output --partial "client.conf: mode 0664: group or others may write it"
+	refute_output --partial "server: unix:$T/d.sock"
+	chmod 0646 nb/.config/modsign/client.conf
+	run as_nobody "$T/nb" status
+	assert_failure
+	assert_output --partial "client.conf: mode 0646"
+}
+
+@test "client-config-of-another-user-refused" {
+	start_daemon "$T/d.sock" --key default=ephemeral:ecdsa-p256 --allow uid:65534 \
+		--socket-mode 0666
+	conf_in "$T/nb" nobody 0644 "unix:$T/d.sock"
+	chown daemon nb/.config/modsign/client.conf
+	run as_nobody "$T/nb" status
+	assert_failure
+	assert_output --partial "client.conf: owner uid $(id -u daemon): neither root nor uid 65534"
+	refute_output --partial "server: unix:$T/d.sock"
+}
+
+@test "client-config-fifo-refused-at-once" {
+	# A FIFO at ~/.config/modsign/client.conf held the client for ever.
+	mkdir -p nb/.config/modsign
+	mkfifo nb/.config/modsign/client.conf
+	chown -R nobody nb
+	run timeout 20 runuser -u nobody -- env -u MODSIGN_CONFIG HOME="$T/nb" \
+		"$(nobody_client)" --server unix:/nonexistent status
+	refute [ "$status" -eq 124 ]
+	assert_failure
+	assert_output --partial "client.conf: not a regular file"
+	# Named by $MODSIGN_CONFIG, as root: the same.
+	run timeout 20 env MODSIGN_CONFIG="$T/nb/.config/modsign/client.conf" "$C" status
+	refute [ "$status" -eq 124 ]
+	assert_output --partial "client.conf: not a regular file"
+}
+
+@test "client-config-symlink-not-followed" {
+	start_daemon "$T/d.sock" --key default=ephemeral:ecdsa-p256
+	printf 'server = unix:%s\n' "$T/d.sock" >real.conf
+	ln -s real.conf link.conf
+	run env MODSIGN_CONFIG="$T/link.conf" "$C" status
+	assert_failure
+	assert_output --partial "link.conf: a symbolic link"
+	# Twin: the file itself.
+	run env MODSIGN_CONFIG="$T/real.conf" "$C" status
 	assert_success
 }
