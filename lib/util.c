@@ -457,3 +457,81 @@ int utf8_replace_invalid(const char *s, char **ret)
 	*ret = out;
 	return 0;
 }
+
+/*
+ * The code point of the control character @s starts with, and its length
+ * in *@ret_len (the length of what @s starts with in any case: a
+ * well-formed sequence, or one byte); -1 if it is none.  C0, DEL and C1
+ * (U+0080-U+009F) are controls; so is a byte 0x80-0x9F that belongs to no
+ * well-formed sequence, which a terminal in an 8-bit mode takes as C1
+ * (0x9B is CSI).
+ */
+static int32_t control_at(const char *s, size_t *ret_len)
+{
+	unsigned char b = (unsigned char)*s;
+	size_t n = utf8_seq_len(s);
+	uint32_t c;
+
+	*ret_len = n ? n : 1;
+	if (!n)
+		return b >= 0x80 && b <= 0x9f ? b : -1;
+	c = utf8_code_point(s, n);
+	return c < 0x20 || (c >= 0x7f && c <= 0x9f) ? (int32_t)c : -1;
+}
+
+int text_escape_controls(const char *s, bool keep_newlines, char **ret)
+{
+	size_t len = strlen(s), o = 0, n;
+	char *out;
+
+	if (len > (SIZE_MAX - 1) / 4)
+		return -ENOMEM;
+	out = malloc(len * 4 + 1); /* each byte of a control grows to four */
+	if (!out)
+		return -ENOMEM;
+	for (; *s; s += n) {
+		int32_t c = control_at(s, &n);
+
+		if (c < 0 || (c == '\n' && keep_newlines)) {
+			memcpy(out + o, s, n);
+			o += n;
+			continue;
+		}
+		for (size_t i = 0; i < n; i++)
+			o += (size_t)sprintf(out + o, "\\x%02x", (unsigned char)s[i]);
+	}
+	out[o] = '\0';
+	*ret = out;
+	return 0;
+}
+
+int json_escape_controls(const char *json, char **ret)
+{
+	size_t len = strlen(json), o = 0, n;
+	char *out;
+
+	if (len > (SIZE_MAX - 1) / 6)
+		return -ENOMEM;
+	out = malloc(len * 6 + 1); /* "\u00XX" or "\ufffd" for one byte */
+	if (!out)
+		return -ENOMEM;
+	for (; *json; json += n) {
+		int32_t c = control_at(json, &n);
+
+		/* Outside its strings JSON text is ASCII, and a C0 control
+		 * there is white space between tokens (inside a string,
+		 * json-c writes it as \\u00XX): what is replaced here, DEL
+		 * and above, is inside a string. */
+		if (!utf8_seq_len(json))
+			o += (size_t)sprintf(out + o, "\\ufffd");
+		else if (c >= 0x7f)
+			o += (size_t)sprintf(out + o, "\\u%04x", (unsigned)c);
+		else {
+			memcpy(out + o, json, n);
+			o += n;
+		}
+	}
+	out[o] = '\0';
+	*ret = out;
+	return 0;
+}

@@ -84,6 +84,28 @@ bool utf8_is_valid(const char *s);
 int utf8_replace_invalid(const char *s, char **ret);
 
 /*
+ * A copy of @s in *@ret fit for a terminal or a log whoever wrote it (a
+ * server, a file name): each byte of a control character shown as \xHH,
+ * the rest copied as it is.  Controls are C0 ('\n' too, unless
+ * @keep_newlines: text of several lines), DEL, C1 (U+0080-U+009F, its two
+ * UTF-8 bytes) and a byte 0x80-0x9F outside a well-formed UTF-8 sequence,
+ * which a terminal in an 8-bit mode takes as C1 (0x9B is CSI).  Well-formed
+ * UTF-8 (a name in any script) and the other bytes (Latin-1 text) are kept.
+ * Returns 0 or -ENOMEM.
+ */
+int text_escape_controls(const char *s, bool keep_newlines, char **ret);
+
+/*
+ * A copy of the JSON text @json (as json-c writes it: C0 controls in
+ * strings already escaped) in *@ret with DEL and C1 controls written as
+ * \u escapes and each byte outside a well-formed UTF-8 sequence as
+ * \ufffd: the same document where it was valid, valid JSON (RFC 8259
+ * section 8.1) where it held bytes that are not UTF-8, and nothing a
+ * terminal would act on.  Returns 0 or -ENOMEM.
+ */
+int json_escape_controls(const char *json, char **ret);
+
+/*
  * Open @path for reading, a file whose owner answers for its content: as
  * regular_file_openat() does (not through a symlink, never waited on, a
  * regular file), owned by root or by the caller's effective uid (whoever

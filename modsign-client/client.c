@@ -54,28 +54,68 @@ static void usage(FILE *f)
 		"  --tls-cert FILE  our client certificate; --tls-key FILE its key\n");
 }
 
-/* One line whatever the names in it: a file name is anyone's who can
- * create one in a tree we walk, so its control bytes (a newline, an ESC
- * sequence) are shown as \xHH, never passed to the terminal or the log. */
-void warn_msg(const char *fmt, ...)
+/*
+ * @s on @f with its control characters shown as \xHH (text_escape_controls):
+ * the one way the client prints text it did not write itself.  A server
+ * chooses its error messages, key names, subjects and the log's notes; a
+ * file name is anyone's who can create one in a tree we walk.  Neither may
+ * forge a line ("all modules verified OK") or pass an escape sequence (a
+ * window title, a cleared screen; C1 as well as ESC) to the terminal or the
+ * build log.
+ */
+static void put_text(FILE *f, const char *s, bool keep_newlines)
+{
+	_cleanup_(freep) char *safe = NULL;
+
+	fputs(text_escape_controls(s, keep_newlines, &safe) < 0 ? "(out of memory)" : safe, f);
+}
+
+/* @prefix, then @fmt's one line with every control shown, on @f. */
+static void put_line(FILE *f, const char *prefix, const char *fmt, va_list ap)
 {
 	_cleanup_(freep) char *msg = NULL;
+
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	fputs(prefix, f);
+	put_text(f, msg ?: "out of memory", false);
+	fputc('\n', f);
+}
+
+void warn_msg(const char *fmt, ...)
+{
 	va_list ap;
-	int n;
 
 	va_start(ap, fmt);
-	n = vasprintf(&msg, fmt, ap);
+	put_line(stderr, "modsign-client: ", fmt, ap);
 	va_end(ap);
-	fputs("modsign-client: ", stderr);
-	for (const char *p = n < 0 ? "out of memory" : msg; *p; p++) {
-		unsigned char ch = (unsigned char)*p;
+}
 
-		if (ch < 0x20 || ch == 0x7f)
-			fprintf(stderr, "\\x%02x", ch);
-		else
-			fputc(ch, stderr);
+void out_line(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	put_line(stdout, "", fmt, ap);
+	va_end(ap);
+}
+
+void out_text(const char *text)
+{
+	put_text(stdout, text, true);
+}
+
+void out_json(json_object *doc)
+{
+	_cleanup_(freep) char *safe = NULL;
+	const char *json = json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN |
+								 JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	if (!json || json_escape_controls(json, &safe) < 0) {
+		warn_msg("out of memory");
+		return;
 	}
-	fputc('\n', stderr);
+	puts(safe);
 }
 
 void warn_cert(const char *path, int r)

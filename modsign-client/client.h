@@ -32,8 +32,26 @@ struct global {
 	size_t n_strings;
 };
 
-/* "modsign-client: WHAT: why" on stderr. */
+/*
+ * What the client prints: every character of text it did not write itself
+ * (a server's strings, a file name) goes through one escaping, control
+ * characters (C0, DEL, C1) shown as \xHH, so that no peer forges a line or
+ * sends the terminal an escape sequence (docs/SECURITY.md rows 43, 62).
+ */
+
+/* "modsign-client: WHAT: why", one line on stderr. */
 void warn_msg(const char *fmt, ...) _printf_(1, 2);
+
+/* One line on stdout, a newline added. */
+void out_line(const char *fmt, ...) _printf_(1, 2);
+
+/* Text of several lines (a signed note) on stdout as it is, newlines kept,
+ * its other controls shown. */
+void out_text(const char *text);
+
+/* @doc on stdout as one line of JSON: DEL and C1 as \u escapes, bytes
+ * that are not UTF-8 as U+FFFD (json_escape_controls). */
+void out_json(json_object *doc);
 
 /* A certificate file at @path that could not be read (@r from
  * cert_load_file() or cert_file_fingerprint()), in one line. */

@@ -102,9 +102,11 @@ static int print_field(const struct global *g, int argc, const char *field)
 	}
 	if (fetch(g, field, &v) < 0)
 		return 1;
-	fputs(v, stdout);
+	/* The checkpoint is a note of several lines; the key one line. */
 	if (strcmp(field, "vkey") == 0)
-		putchar('\n');
+		out_line("%s", v);
+	else
+		out_text(v);
 	return 0;
 }
 
@@ -531,8 +533,8 @@ static int verify_dir(struct audit *a, const struct checkpoint *cp)
 			warn_msg("%s: entry %" PRIu64 ": its inclusion proof fails", a->mods[i].path,
 				 a->mods[i].index), missing++;
 		else if (a->mods[i].found)
-			printf("%s: in the log, entry %" PRIu64 " (inclusion proof of %d hashes checked)\n",
-			       a->mods[i].path, a->mods[i].index, n);
+			out_line("%s: in the log, entry %" PRIu64 " (inclusion proof of %d hashes checked)",
+				 a->mods[i].path, a->mods[i].index, n);
 		else
 			warn_msg("%s: NOT in the log (no entry has its digest and signature)",
 				 a->mods[i].path), missing++;
@@ -591,9 +593,9 @@ static int verify(const struct global *g, const struct verify_opts *o, struct au
 	if (r >= 0)
 		r = verify_dir(a, &cp);
 	if (r >= 0)
-		printf("%s: OK, %" PRIu64 " entries, every tile checked%s%s%s\n", cp.origin, cp.size,
-		       o->dir ? "" : " (online)", a->old ? ", consistent with " : "",
-		       a->old ? o->old : "");
+		out_line("%s: OK, %" PRIu64 " entries, every tile checked%s%s%s", cp.origin, cp.size,
+			 o->dir ? "" : " (online)", a->old ? ", consistent with " : "",
+			 a->old ? o->old : "");
 	checkpoint_done(&cp);
 	checkpoint_done(&old);
 	note_verifier_done(&v);

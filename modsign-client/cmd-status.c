@@ -29,7 +29,7 @@ static void print_health(json_object *k)
 	if (proto_get_string(k, "health", PROTO_MAX_NAME, true, &h) < 0)
 		return;
 	proto_get_string(k, "health_error", PROTO_MAX_ERROR, true, &why);
-	printf("  health:  %s%s%s%s\n", h, why ? " (" : "", why ?: "", why ? ")" : "");
+	out_line("  health:  %s%s%s%s", h, why ? " (" : "", why ?: "", why ? ")" : "");
 }
 
 /* The status reply of @c: 0 and *@ret, or -errno with *@ret_why. */
@@ -52,7 +52,7 @@ static int print_text(json_object *reply, const char *address)
 {
 	json_object *keys;
 
-	printf("server: %s (modsignd %s)\n", address, str(reply, "version"));
+	out_line("server: %s (modsignd %s)", address, str(reply, "version"));
 	if (!json_object_object_get_ex(reply, "keys", &keys) ||
 	    !json_object_is_type(keys, json_type_array))
 		return 1;
@@ -61,10 +61,11 @@ static int print_text(json_object *reply, const char *address)
 		bool def = false;
 
 		proto_get_bool(k, "default", &def);
-		printf("key %s%s: %s, %s\n  subject: %s\n  key id:  %s\n  serial:  %s\n",
-		       str(k, "name"), def ? " (default)" : "", str(k, "algorithm"),
-		       str(k, "backend"), str(k, "subject"), str(k, "key_id"),
-		       str(k, "serial"));
+		out_line("key %s%s: %s, %s", str(k, "name"), def ? " (default)" : "",
+			 str(k, "algorithm"), str(k, "backend"));
+		out_line("  subject: %s", str(k, "subject"));
+		out_line("  key id:  %s", str(k, "key_id"));
+		out_line("  serial:  %s", str(k, "serial"));
 		print_health(k);
 	}
 	return 0;
@@ -143,8 +144,7 @@ static int status_json(const struct global *g)
 	}
 	json_object_object_add(doc, "up", json_object_new_int64((int64_t)up));
 	json_object_object_add(doc, "total", json_object_new_int64((int64_t)nt));
-	puts(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN |
-						 JSON_C_TO_STRING_NOSLASHESCAPE));
+	out_json(doc);
 	return up > 0 ? 0 : 1;
 }
 

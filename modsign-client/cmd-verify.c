@@ -68,7 +68,7 @@ static int verify_one(const char *path, X509 *cert, json_object *json)
 		if (r < 0)
 			warn_msg("%s: %s", path, why ?: verify_reason(r));
 		else
-			printf("%s: OK (%s)\n", path, hash);
+			out_line("%s: OK (%s)", path, hash);
 		return r;
 	}
 	o = json_object_new_object();
@@ -95,8 +95,7 @@ static void print_json(json_object *arr, int failed)
 		return;
 	json_object_object_add(doc, "modules", json_object_get(arr));
 	json_object_object_add(doc, "failed", json_object_new_int(failed));
-	puts(json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PLAIN |
-						 JSON_C_TO_STRING_NOSLASHESCAPE));
+	out_json(doc);
 }
 
 static int load_verify_cert(const struct global *g, const char *path,

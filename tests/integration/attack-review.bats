@@ -397,3 +397,80 @@ as_nobody() {
 	run env MODSIGN_CONFIG="$T/real.conf" "$C" status
 	assert_success
 }
+
+# ---- issue 27, point 7: what a server says reaches no terminal raw ----------
+
+# no_raw_controls FILE [note]: FILE holds no control a terminal acts on
+# (C0 but newline, DEL, C1 in UTF-8 or as a byte outside it) and, unless
+# it is a note (several lines of the server's by nature), no line that
+# starts as the forged one.
+no_raw_controls() {
+	python3 - "$@" <<'PY'
+import sys
+t = open(sys.argv[1], "rb").read().decode("utf-8", "surrogateescape")
+bad = sorted({hex(ord(c)) for c in t if (ord(c) < 0x20 and c != "\n")
+              or 0x7f <= ord(c) <= 0x9f or 0xdc80 <= ord(c) <= 0xdc9f})
+forged = [l for l in t.split("\n") if l.startswith("all modules verified OK")
+          and sys.argv[2:] != ["note"]]
+if bad or forged:
+    print("raw controls:", bad, "forged lines:", forged)
+    sys.exit(1)
+PY
+}
+
+@test "server-escapes-in-status-not-printed-raw" {
+	fake_server "$T/evil.sock" evil
+	"$C" --server "unix:$T/evil.sock" status >out 2>&1 || true
+	cat -v out
+	no_raw_controls out
+	grep -q 'subject: CN=x\\x0aall modules verified OK' out
+	"$C" --server "unix:$T/evil.sock" status --json >json 2>&1 || true
+	cat -v json
+	no_raw_controls json
+	# Still JSON, with the server's controls as escapes of the same
+	# characters (and U+FFFD for the byte that is not UTF-8).
+	python3 -c 'import json,sys; k=json.load(open(sys.argv[1]))["servers"][0]["keys"][0]
+assert k["algorithm"] == "\u009b2J" and k["backend"] == "file\ufffd", k' json
+}
+
+@test "server-escapes-in-log-vkey-checkpoint-not-printed-raw" {
+	fake_server "$T/evil.sock" evil
+	"$C" --server "unix:$T/evil.sock" log vkey >out 2>&1 || true
+	cat -v out
+	no_raw_controls out
+	grep -qF 'AAAA\x0aall modules verified OK' out
+	# A checkpoint is a note of several lines: the server's lines are
+	# shown as lines, their controls escaped.
+	"$C" --server "unix:$T/evil.sock" log checkpoint >cp 2>&1 || true
+	cat -v cp
+	no_raw_controls cp note
+	grep -qxF '\x1b[2J\xc2\x9b2J\x9b' cp
+}
+
+@test "server-c1-in-error-message-not-printed-raw" {
+	# The one escaping of messages (row 43) showed C0 and DEL only: a
+	# server's refusal passed C1 CSI (U+009B, or 0x9B) to the terminal.
+	fake_server "$T/evil.sock" evil
+	run "$C" --server "unix:$T/evil.sock" cert --key other
+	assert_failure
+	echo "$output" >out
+	cat -v out
+	no_raw_controls out
+	assert_output --partial 'unknown key \xc2\x9b2J \x9b\x0aall modules verified OK'
+}
+
+@test "server-twin-honest-utf8-printed-intact" {
+	fake_server "$T/honest.sock" honest
+	run "$C" --server "unix:$T/honest.sock" status
+	assert_success
+	assert_output --partial $'subject: CN=J\u00fcrgen M\u00fcller, O=\u7f72\u540d \U0001f511'
+	"$C" --server "unix:$T/honest.sock" status --json >json
+	python3 -c 'import json,sys; k=json.load(open(sys.argv[1]))["servers"][0]["keys"][0]
+assert k["subject"] == "CN=J\u00fcrgen M\u00fcller, O=\u7f72\u540d \U0001f511", k' json
+	# The checkpoint byte for byte, newlines and the note's em dash kept.
+	"$C" --server "unix:$T/honest.sock" log checkpoint >cp
+	printf 'modsign.example/log\n3\nq83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=\n\n\xe2\x80\x94 modsign.example/log C6vwDQAA\n' >want
+	cmp cp want
+	run "$C" --server "unix:$T/honest.sock" cert --key other
+	assert_output --partial $'unknown key \u00abother\u00bb'
+}

@@ -241,6 +241,58 @@ static void test_utf8(void)
 		      strcmp(c, "x\xef\xbf\xbd\xef\xbf\xbd") == 0);
 }
 
+/* text_escape_controls(): what a server or a file name may carry that a
+ * terminal acts on is shown as \xHH; honest text in any script is kept. */
+static void test_escape_text(void)
+{
+	_cleanup_(freep) char *osc = NULL, *c1 = NULL, *raw = NULL, *line = NULL, *lines = NULL,
+			     *honest = NULL, *latin1 = NULL, *del = NULL;
+
+	CHECK("escape OSC title and BEL",
+	      text_escape_controls("\x1b]0;owned\x07ok", false, &osc) == 0 &&
+		      strcmp(osc, "\\x1b]0;owned\\x07ok") == 0);
+	CHECK("escape C1 CSI in UTF-8 (U+009B)",
+	      text_escape_controls("a\xc2\x9b" "2Jb", false, &c1) == 0 &&
+		      strcmp(c1, "a\\xc2\\x9b" "2Jb") == 0);
+	CHECK("escape 8-bit CSI outside UTF-8 (0x9B)",
+	      text_escape_controls("a\x9b" "2J\x85", false, &raw) == 0 &&
+		      strcmp(raw, "a\\x9b" "2J\\x85") == 0);
+	CHECK("escape DEL", text_escape_controls("a\x7f", false, &del) == 0 &&
+				    strcmp(del, "a\\x7f") == 0);
+	CHECK("escape newline in one line (no forged line)",
+	      text_escape_controls("CN=x\nall modules verified OK", false, &line) == 0 &&
+		      strcmp(line, "CN=x\\x0aall modules verified OK") == 0);
+	CHECK("escape keeps newlines of a note, not its other controls",
+	      text_escape_controls("log\n5\n\x1b[2J\n", true, &lines) == 0 &&
+		      strcmp(lines, "log\n5\n\\x1b[2J\n") == 0);
+	/* Twins: honest UTF-8 (U+00A0 and up: no C1) and Latin-1 bytes. */
+	CHECK("escape keeps honest UTF-8 subject",
+	      text_escape_controls("CN=J\xc3\xbcrgen \xc2\xa0\xe7\xbd\xb2\xe5\x90\x8d \xf0\x9f\x94\x91", false,
+				   &honest) == 0 &&
+		      strcmp(honest, "CN=J\xc3\xbcrgen \xc2\xa0\xe7\xbd\xb2\xe5\x90\x8d \xf0\x9f\x94\x91") == 0);
+	CHECK("escape keeps Latin-1 bytes past 0x9F",
+	      text_escape_controls("caf\xe9.ko", false, &latin1) == 0 &&
+		      strcmp(latin1, "caf\xe9.ko") == 0);
+}
+
+/* json_escape_controls(): json-c leaves DEL, C1 and bytes that are not
+ * UTF-8 as they are; after it the document holds none and is valid JSON. */
+static void test_escape_json(void)
+{
+	_cleanup_(freep) char *bad = NULL, *honest = NULL, *ws = NULL;
+	const char *doc = "{\"subject\":\"a\x7f\xc2\x9b" "2J\x9b\xff\\u001b\"}";
+
+	CHECK("json escape DEL, C1, bytes not UTF-8",
+	      json_escape_controls(doc, &bad) == 0 &&
+		      strcmp(bad, "{\"subject\":\"a\\u007f\\u009b" "2J\\ufffd\\ufffd\\u001b\"}") == 0 &&
+		      utf8_is_valid(bad));
+	CHECK("json escape keeps honest UTF-8",
+	      json_escape_controls("{\"s\":\"J\xc3\xbcrgen \xe7\xbd\xb2\"}", &honest) == 0 &&
+		      strcmp(honest, "{\"s\":\"J\xc3\xbcrgen \xe7\xbd\xb2\"}") == 0);
+	CHECK("json escape keeps white space between tokens",
+	      json_escape_controls("{\n\t\"a\": 1\n}", &ws) == 0 && strcmp(ws, "{\n\t\"a\": 1\n}") == 0);
+}
+
 static uint64_t clock_ms(void)
 {
 	struct timespec t;
@@ -530,6 +582,8 @@ int main(void)
 	test_read_write_full();
 	test_erase();
 	test_utf8();
+	test_escape_text();
+	test_escape_json();
 	test_now_ms();
 	test_split_host_port();
 	test_private_files();
