@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <openssl/pem.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "cert.h"
 #include "client.h"
@@ -60,6 +61,12 @@ int cmd_cert(const struct global *g, int argc, char **argv)
 	}
 	if (optind != argc) {
 		warn_msg("cert: unexpected argument '%s'", argv[optind]);
+		return EXIT_USAGE;
+	}
+	/* DER is the server's bytes as they are (its subject may hold an
+	 * escape sequence): like gzip, never written to a terminal. */
+	if (der && isatty(STDOUT_FILENO)) {
+		warn_msg("cert --der: binary not written to a terminal (redirect it to a file)");
 		return EXIT_USAGE;
 	}
 	if (client_connect(g, &c) < 0 || cmd_cert_fetch(c, key, &cert) < 0)

@@ -209,12 +209,14 @@ PY
 # docs/PROTOCOL.md; MODE evil puts escape sequences (OSC, CSI, C1 in UTF-8
 # and as raw bytes), DEL and a forged line in every string, honest gives
 # UTF-8 in several scripts and a checkpoint note as the daemon writes it.
-# TOUCH, if given, is created on each connection.
+# TOUCH, if given, is created on each connection; with FAKE_CERT (a DER
+# file) set, cert answers with it.
 fake_server() {
 	cat >fake.py <<'PY'
-import json, os, socket, struct, sys
+import base64, json, os, socket, struct, sys
 path, mode = sys.argv[1], sys.argv[2]
 touch = sys.argv[3] if len(sys.argv) > 3 else None
+cert = os.environ.get("FAKE_CERT")
 RAW = "@RAW9B@"  # a byte 0x9B outside UTF-8, put in after json.dumps
 FORGED = "\nall modules verified OK"
 if mode == "evil":
@@ -240,6 +242,9 @@ def reply(req):
         out.update(ok=True, **status)
     elif req.get("op") == "log":
         out.update(ok=True, **log)
+    elif req.get("op") == "cert" and cert:
+        out.update(ok=True, key="default",
+                   cert=base64.b64encode(open(cert, "rb").read()).decode())
     else:
         out.update(ok=False, error=error)
     b = json.dumps(out, ensure_ascii=False).encode().replace(RAW.encode(), b"\x9b")
@@ -473,4 +478,27 @@ assert k["subject"] == "CN=J\u00fcrgen M\u00fcller, O=\u7f72\u540d \U0001f511", 
 	cmp cp want
 	run "$C" --server "unix:$T/honest.sock" cert --key other
 	assert_output --partial $'unknown key \u00abother\u00bb'
+}
+
+@test "server-der-certificate-not-written-to-a-terminal" {
+	# cert --der is the server's bytes as they are: a subject with an
+	# OSC sequence went to the terminal raw.  On a terminal (script gives
+	# one) it is refused before anything is asked.
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -utf8 \
+		-subj "/CN=a"$'\e'"]0;owned"$'\a' -keyout k.pem -outform DER -out c.der 2>/dev/null
+	FAKE_CERT=$T/c.der fake_server "$T/evil.sock" evil "$T/evil.used"
+	# (the terminal ends its lines with CR LF: the CR is its own)
+	script -qec "$C --server unix:$T/evil.sock cert --der" /dev/null 2>&1 |
+		sed 's/\r$//' >out || true
+	cat -v out
+	no_raw_controls out
+	grep -q "cert --der: binary not written to a terminal" out
+	[ ! -e evil.used ]
+}
+
+@test "server-twin-der-certificate-written-to-a-file" {
+	start_daemon "$T/d.sock" --key default=ephemeral:ecdsa-p256
+	"$C" --server "unix:$T/d.sock" cert --der >c.der
+	"$C" --server "unix:$T/d.sock" cert >c.pem
+	openssl x509 -inform DER -in c.der -outform PEM | cmp - c.pem
 }
