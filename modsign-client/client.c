@@ -196,6 +196,13 @@ static const char *keep(struct global *g, const char *v)
 	return copy;
 }
 
+void client_done(struct global *g)
+{
+	for (size_t i = 0; i < g->n_strings; i++)
+		free(g->strings[i]);
+	g->n_strings = 0;
+}
+
 /* Seconds, fractions allowed: 0.5 for tests, 10 by default. */
 static int parse_stall(struct global *g, const char *v)
 {

@@ -72,6 +72,9 @@ void warn_write(const char *path, int r, const char *why);
 int client_parse(struct global *g, int argc, char **argv, const char **ret_cmd,
 		 int *ret_ind);
 
+/* Free the values client_parse() kept from the config file. */
+void client_done(struct global *g);
+
 /* Connect as the global options say (the first server, or address, that
  * answers, in list order), or print why not. */
 int client_connect(const struct global *g, struct conn **ret);

@@ -62,11 +62,15 @@ int main(int argc, char **argv)
 {
 	struct global g = { 0 };
 	const char *cmd;
-	int ind;
+	int ind, r;
 
-	if (client_parse(&g, argc, argv, &cmd, &ind) < 0)
+	if (client_parse(&g, argc, argv, &cmd, &ind) < 0) {
+		client_done(&g);
 		return EXIT_USAGE;
+	}
 	init_openssl(&g);
 	raise_fd_limit();
-	return commands_run(&g, cmd, argc - ind, argv + ind);
+	r = commands_run(&g, cmd, argc - ind, argv + ind);
+	client_done(&g);
+	return r;
 }
