@@ -520,7 +520,7 @@ int json_escape_controls(const char *json, char **ret)
 
 		/* Outside its strings JSON text is ASCII, and a C0 control
 		 * there is white space between tokens (inside a string,
-		 * json-c writes it as \\u00XX): what is replaced here, DEL
+		 * json-c writes it as \u00XX): what is replaced here, DEL
 		 * and above, is inside a string. */
 		if (!utf8_seq_len(json))
 			o += (size_t)sprintf(out + o, "\\ufffd");

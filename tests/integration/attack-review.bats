@@ -286,7 +286,11 @@ conf_in() {
 
 # in_root_home DIR CMD...: CMD in a mount namespace of its own where
 # root's home (the password database's, /root) is DIR: root's own config
-# is planted there, never in the machine's /root.
+# is planted there, never in the machine's /root.  need_mount_ns first.
+need_mount_ns() {
+	unshare -m true 2>/dev/null || skip "no mount namespace here (unshare -m)"
+}
+
 in_root_home() {
 	local dir=$1
 	shift
@@ -302,6 +306,7 @@ as_nobody() {
 }
 
 @test "client-config-as-root-home-of-another-user-not-read" {
+	need_mount_ns
 	# Root with another user's HOME (sudo -E, su without -) read her
 	# client.conf: her server answered root's status, cert and sign.
 	fake_server "$T/hers.sock" honest "$T/hers.used"
@@ -321,6 +326,7 @@ as_nobody() {
 }
 
 @test "client-config-twin-root-reads-its-own-with-another-home" {
+	need_mount_ns
 	fake_server "$T/hers.sock" honest "$T/hers.used"
 	fake_server "$T/roots.sock" honest
 	conf_in "$T/alice" nobody 0644 "unix:$T/hers.sock"
