@@ -228,6 +228,22 @@ int regular_file_openat(int dirfd, const char *name, int flags, mode_t mode)
 	_cleanup_(closep) int fd = -1;
 	struct stat st;
 
+	/* What is at @name is looked at before it is opened: opening a
+	 * device has effects of its own (a watchdog armed, a serial line's
+	 * DTR raised, a tape rewound), and a FIFO's writer blocked in
+	 * open(2) is let go, though both are refused once open.  The check
+	 * after open stays: @name may change in between.  O_CREAT|O_EXCL
+	 * never opens what is there. */
+	if ((flags & (O_CREAT | O_EXCL)) != (O_CREAT | O_EXCL)) {
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT || !(flags & O_CREAT))
+				return -errno;
+		} else if (S_ISLNK(st.st_mode))
+			return -ELOOP;
+		else if (!S_ISREG(st.st_mode))
+			return -EINVAL;
+	}
+
 	fd = openat(dirfd, name, flags | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
 	if (fd < 0)
 		return -errno;

@@ -142,7 +142,10 @@ int secret_file_read(const char *path, size_t max, struct stat *ret_st,
  * never through a link: @flags (O_RDONLY, O_WRONLY|O_CREAT|O_EXCL, ...)
  * gain O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC|O_NOCTTY, and the opened file must be
  * a regular file (fstat).  A FIFO, socket or device planted at @name is
- * refused at once instead of stopping the caller's event loop.  @mode as
+ * refused at once instead of stopping the caller's event loop, and is not
+ * opened at all (its type is looked at first, without following a link):
+ * opening a device can act (a watchdog armed, a serial line's DTR raised),
+ * opening a FIFO lets its blocked writer go.  @mode as
  * openat()'s.  Returns the fd (O_NONBLOCK cleared again); -errno from open
  * or fstat (-ELOOP: a symlink); -EINVAL if it is not a regular file.
  */

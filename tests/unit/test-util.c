@@ -6,11 +6,13 @@
 #include <limits.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -466,6 +468,45 @@ static void test_keyfile(void)
 	X509_free(cert);
 }
 
+/*
+ * Whether regular_file_openat() opens the FIFO @name in @dir (@dfd): a
+ * child blocked in open(2) for writing is let go by any reader's open.
+ * Opening a device acts the same way (a watchdog armed, a serial line's
+ * DTR raised), which is why what is not a regular file must not be opened
+ * at all, only refused.
+ */
+static bool fifo_opened(int dfd, const char *dir, const char *name)
+{
+	char path[128];
+	int ready[2], status, fd;
+	bool opened = false;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (pipe(ready) < 0 || (pid = fork()) < 0)
+		return true;
+	if (pid == 0) {
+		(void)!write(ready[1], "x", 1);
+		_exit(open(path, O_WRONLY) < 0 ? 1 : 0);
+	}
+	(void)!read(ready[0], path, 1);
+	close(ready[0]);
+	close(ready[1]);
+	nanosleep(&(struct timespec){ .tv_nsec = 200 * 1000000 }, NULL); /* in open(2) */
+	fd = regular_file_openat(dfd, name, O_RDONLY, 0);
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; i < 100 && !opened; i++) {
+		opened = waitpid(pid, &status, WNOHANG) == pid;
+		nanosleep(&(struct timespec){ .tv_nsec = 10 * 1000000 }, NULL);
+	}
+	if (!opened) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	return opened;
+}
+
 /* regular_file_openat() and private_dir_open(): a FIFO or a link planted
  * where a file is expected is refused at once; a directory others can
  * write, or another user's, is refused; the legitimate twins open. */
@@ -486,7 +527,11 @@ static void test_private_files(void)
 	CHECK_EQ("regular_file_openat a FIFO (no reader: not waited on)",
 		 regular_file_openat(dfd, "fifo", O_RDONLY, 0), -EINVAL);
 	CHECK_EQ("regular_file_openat a FIFO for writing",
-		 regular_file_openat(dfd, "fifo", O_WRONLY, 0), -ENXIO);
+		 regular_file_openat(dfd, "fifo", O_WRONLY, 0), -EINVAL);
+	CHECK("regular_file_openat a FIFO never opens it (its writer stays blocked)",
+	      !fifo_opened(dfd, dir, "fifo"));
+	CHECK_EQ("regular_file_openat a device", regular_file_openat(AT_FDCWD, "/dev/null", O_RDONLY, 0),
+		 -EINVAL);
 	CHECK_EQ("regular_file_openat through a symlink",
 		 regular_file_openat(dfd, "link", O_RDONLY, 0), -ELOOP);
 	CHECK_EQ("regular_file_openat O_EXCL over a file",
