@@ -409,6 +409,31 @@ as_nobody() {
 	assert_success
 }
 
+@test "client-config-fifo-or-device-never-opened" {
+	# Review of issue 27's fix: a FIFO (or device) named as the config
+	# was refused, but only after open(2), which has effects of its own:
+	# a FIFO's writer blocked in open is let go, a watchdog device armed
+	# (reboot), a serial line's DTR raised.  $MODSIGN_CONFIG (which
+	# sudo -E keeps) names any path.  Nothing but a regular file is opened.
+	mkfifo trap.conf
+	(exec 3>trap.conf && touch "$T/writer-released") 3>&- &
+	local writer=$!
+	sleep 0.5 # the writer is in open(2), waiting for a reader
+	run env MODSIGN_CONFIG="$T/trap.conf" "$C" status
+	assert_failure
+	assert_output --partial "trap.conf: not a regular file"
+	sleep 0.5
+	kill "$writer" 2>/dev/null || true
+	wait "$writer" 2>/dev/null || true
+	[ ! -e writer-released ]
+	# Twin: the regular file beside it is read.
+	start_daemon "$T/d.sock" --key default=ephemeral:ecdsa-p256
+	printf 'server = unix:%s\n' "$T/d.sock" >real.conf
+	run env MODSIGN_CONFIG="$T/real.conf" "$C" status
+	assert_success
+	assert_output --partial "server: unix:$T/d.sock"
+}
+
 # ---- issue 27, point 7: what a server says reaches no terminal raw ----------
 
 # no_raw_controls FILE [note]: FILE holds no control a terminal acts on
