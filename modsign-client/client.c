@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE /* vasprintf */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <pwd.h>
 #include <stdarg.h>
@@ -244,18 +245,24 @@ static int conf_setting(const char *key, const char *value, void *userdata)
  * root's is in the password database, never in $HOME, which `sudo -E` or
  * `su` without `-` keep from the user who called them (her file would
  * choose the servers whose signatures root writes into modules).  Others'
- * is $HOME, else the database's.  A new path, or NULL without a home.
+ * is $HOME, else the database's.  A uid 0 that may not search root's home
+ * is no root (fakeroot, as package builds run kbuild's modules_install; a
+ * user namespace): $HOME is its user's own, as before.  Either way the file
+ * must be its reader's or root's (config_open).  A new path, or NULL
+ * without a home.
  */
 static char *config_user_path(void)
 {
-	const char *home = getenv("HOME");
-	struct passwd *pw;
+	const char *env = getenv("HOME"), *home = env && *env ? env : NULL, *db;
+	bool root = geteuid() == 0, not_root;
+	struct passwd *pw = root || !home ? getpwuid(geteuid()) : NULL;
 	char *path;
 
-	if (geteuid() == 0 || !home || !*home) {
-		pw = getpwuid(geteuid());
-		home = pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : NULL;
-	}
+	db = pw && pw->pw_dir && *pw->pw_dir ? pw->pw_dir : NULL;
+	not_root = root && home && db && faccessat(AT_FDCWD, db, X_OK, AT_EACCESS) < 0 &&
+		   errno == EACCES;
+	if ((root || !home) && !not_root)
+		home = db;
 	if (!home || asprintf(&path, "%s/.config/modsign/client.conf", home) < 0)
 		return NULL;
 	return path;

@@ -356,6 +356,35 @@ as_nobody() {
 	assert_output --partial "server: unix:$T/d.sock"
 }
 
+@test "client-config-uid-0-that-is-no-root-reads-its-users-own" {
+	# Review of issue 27's fix: a uid 0 that is no root (fakeroot, under
+	# which package builds run kbuild's modules_install; unshare -r, a
+	# rootless container) took root's home from the password database,
+	# could not search it and stopped, exit 2, where 284953e read its
+	# user's own ~/.config/modsign/client.conf.
+	runuser -u nobody -- unshare -r true 2>/dev/null || skip "no user namespace for nobody"
+	start_daemon "$T/d.sock" --key default=ephemeral:ecdsa-p256 --allow uid:65534 \
+		--socket-mode 0666
+	conf_in "$T/nb" nobody 0600 "unix:$T/d.sock"
+	run runuser -u nobody -- unshare -r env -u MODSIGN_CONFIG -u MODSIGN_SERVER \
+		HOME="$T/nb" "$(nobody_client)" status
+	assert_success
+	assert_output --partial "server: unix:$T/d.sock"
+	if command -v fakeroot >/dev/null; then
+		run runuser -u nobody -- env -u MODSIGN_CONFIG -u MODSIGN_SERVER \
+			HOME="$T/nb" fakeroot "$(nobody_client)" status
+		assert_success
+		assert_output --partial "server: unix:$T/d.sock"
+	fi
+	# Twin: the same uid 0 with another user's HOME still reads no file
+	# of hers (in its namespace her uid is no one's: 65534).
+	conf_in "$T/alice" daemon 0644 "unix:$T/d.sock"
+	run runuser -u nobody -- unshare -r env -u MODSIGN_CONFIG -u MODSIGN_SERVER \
+		HOME="$T/alice" "$(nobody_client)" status
+	assert_failure
+	assert_output --partial "client.conf: owner uid 65534: neither root nor uid 0"
+}
+
 @test "client-config-writable-by-group-or-others-refused" {
 	start_daemon "$T/d.sock" --key default=ephemeral:ecdsa-p256 --allow uid:65534 \
 		--socket-mode 0666
