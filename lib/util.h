@@ -90,7 +90,10 @@ int utf8_replace_invalid(const char *s, char **ret);
  * @keep_newlines: text of several lines), DEL, C1 (U+0080-U+009F, its two
  * UTF-8 bytes) and a byte 0x80-0x9F outside a well-formed UTF-8 sequence,
  * which a terminal in an 8-bit mode takes as C1 (0x9B is CSI).  Well-formed
- * UTF-8 (a name in any script) and the other bytes (Latin-1 text) are kept.
+ * UTF-8 (a name in any script) and the other bytes (Latin-1 text) are kept;
+ * so such a terminal still sees C1 in the bytes of some UTF-8 characters
+ * (U+00DB is C3 9B): a UTF-8 terminal is the one fully covered
+ * (docs/SECURITY.md row 62).
  * Returns 0 or -ENOMEM.
  */
 int text_escape_controls(const char *s, bool keep_newlines, char **ret);
