@@ -82,6 +82,9 @@ static int pool_connect(struct pool *p, const struct global *g)
 	return p->n == 0 ? -ECONNREFUSED : (int)failed;
 }
 
+/* Why a connection did not give its certificate; "" if it did. */
+typedef char pool_why[256];
+
 /* Drop connection @i with the reason; not yet a signing server. */
 static void drop_unused(struct pool *p, size_t i, const char *why)
 {
@@ -90,37 +93,33 @@ static void drop_unused(struct pool *p, size_t i, const char *why)
 }
 
 /* The certificate in connection @i's reply to `cert` request @id, or
- * why there is none (said, and the connection dropped). */
-static int read_cert(struct pool *p, size_t i, uint64_t id, X509 **ret)
+ * why there is none (in @why). */
+static void read_cert(struct pool *p, size_t i, uint64_t id, X509 **ret, pool_why why)
 {
 	_cleanup_(json_object_putp) json_object *reply = NULL;
 	struct conn *c = p->v[i].c;
-	char why[512];
 	uint64_t got;
 	bool ok = false;
 	int r;
 
 	r = conn_recv(c, &reply);
 	if (r == -ETIMEDOUT)
-		snprintf(why, sizeof(why), "no answer to cert (stalled)");
+		snprintf(why, sizeof(pool_why), "no answer to cert (stalled)");
 	else if (r < 0)
-		snprintf(why, sizeof(why), "cert: %s", conn_strerror(c, r));
+		snprintf(why, sizeof(pool_why), "cert: %s", conn_strerror(c, r));
 	else if (proto_get_uint(reply, "id", &got) < 0 || got != id) {
 		conn_note_refusal(c, reply_error(reply));
-		snprintf(why, sizeof(why), "cert: %s", conn_strerror(c, r = -ECONNREFUSED));
-	} else if (proto_get_bool(reply, "ok", &ok) < 0 || !ok) {
-		snprintf(why, sizeof(why), "cert: %s", reply_error(reply));
-		r = -EREMOTEIO;
-	} else if ((r = cert_reply_parse(reply, ret)) < 0)
-		snprintf(why, sizeof(why), "cert: malformed certificate");
-	if (r < 0)
-		drop_unused(p, i, why);
-	return r;
+		snprintf(why, sizeof(pool_why), "cert: %s", conn_strerror(c, -ECONNREFUSED));
+	} else if (proto_get_bool(reply, "ok", &ok) < 0 || !ok)
+		snprintf(why, sizeof(pool_why), "cert: %s", reply_error(reply));
+	else if (cert_reply_parse(reply, ret) < 0)
+		snprintf(why, sizeof(pool_why), "cert: malformed certificate");
 }
 
-/* Every connection's certificate of @key into @certs: the requests all
- * sent first, so that the replies come in parallel. */
-static void fetch_certs(struct pool *p, const char *key, X509 **certs)
+/* Every connection's certificate of @key into @certs, or why not into
+ * @whys: the requests all sent first, so that the replies come in
+ * parallel. */
+static void fetch_certs(struct pool *p, const char *key, X509 **certs, pool_why *whys)
 {
 	uint64_t ids[CONN_MAX_TARGETS];
 
@@ -131,16 +130,34 @@ static void fetch_certs(struct pool *p, const char *key, X509 **certs)
 		ids[i] = conn_next_id(p->v[i].c);
 		req = cert_request(ids[i], key);
 		r = req ? conn_send(p->v[i].c, req) : -ENOMEM;
-		if (r < 0) {
-			char why[512];
-
-			snprintf(why, sizeof(why), "cert: %s", conn_strerror(p->v[i].c, r));
-			drop_unused(p, i, why);
-		}
+		if (r < 0)
+			snprintf(whys[i], sizeof(pool_why), "cert: %s",
+				 conn_strerror(p->v[i].c, r));
 	}
 	for (size_t i = 0; i < p->n; i++)
-		if (p->v[i].c)
-			read_cert(p, i, ids[i], &certs[i]);
+		if (!whys[i][0])
+			read_cert(p, i, ids[i], &certs[i], whys[i]);
+}
+
+/* Drop the connections that gave no certificate, each said: "not used"
+ * when another did, else why no module can be signed. */
+static void drop_certless(struct pool *p, X509 **certs, pool_why *whys, const char *key)
+{
+	size_t have = 0;
+
+	for (size_t i = 0; i < p->n; i++)
+		have += certs[i] != NULL;
+	for (size_t i = 0; i < p->n; i++) {
+		if (certs[i])
+			continue;
+		if (have > 0) {
+			drop_unused(p, i, whys[i]);
+			continue;
+		}
+		warn_msg("%s: cannot sign with key '%s': %s", conn_address(p->v[i].c),
+			 key ?: "default", whys[i]);
+		pool_drop(p, i);
+	}
 }
 
 /*
@@ -214,6 +231,7 @@ static void compact(struct pool *p)
 int pool_open(struct pool *p, const struct global *g, struct pool_pin *pin)
 {
 	X509 *certs[CONN_MAX_TARGETS] = { 0 };
+	pool_why whys[CONN_MAX_TARGETS] = { { 0 } };
 	size_t opened;
 	int failed, r;
 
@@ -222,7 +240,8 @@ int pool_open(struct pool *p, const struct global *g, struct pool_pin *pin)
 	if (failed < 0)
 		return failed;
 	opened = p->n;
-	fetch_certs(p, pin->key, certs);
+	fetch_certs(p, pin->key, certs, whys);
+	drop_certless(p, certs, whys, pin->key);
 	r = pin->cert ? 0 : agree(p, certs, pin);
 	if (r >= 0)
 		r = drop_other_keys(p, certs, pin);
