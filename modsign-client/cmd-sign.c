@@ -305,9 +305,12 @@ static void item_finish(const struct sign_opts *o, struct item *it, json_object 
 {
 	if (r == -EREMOTEIO)
 		warn_msg("%s: modsignd refused: %s", it->path, reply_error(reply));
-	else if (r == -ENOKEY)
+	else if (r == -ENOKEY && o->expect_path)
 		warn_msg("%s: the daemon's key is not the certificate given (%s); not signed",
-			 it->path, o->expect_path ?: "the servers'");
+			 it->path, o->expect_path);
+	else if (r == -ENOKEY)
+		warn_msg("%s: signed with another key than the servers' certificate; not signed",
+			 it->path);
 	else if (r == -EBADMSG)
 		warn_msg("%s: malformed signature from modsignd", it->path);
 	else if (r < 0)
@@ -430,7 +433,8 @@ static bool error_elsewhere(json_object *reply)
 	       strncmp(e, "audit log unavailable", 21) == 0;
 }
 
-/* Fail @it, refused by every server left (the last reason said). */
+/* Fail the queued items that every live server has refused (a server
+ * that had not is gone), each with its last refusal. */
 static void batch_fail_refused(struct batch *b)
 {
 	uint64_t live = batch_live(b);

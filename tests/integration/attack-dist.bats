@@ -202,6 +202,19 @@ modsign-client: using unix:$T/sock"
 	all_by rsa.pem.crt
 }
 
+@test "pool-servers-with-different-keys-config-cert-other-dropped" {
+	# The config's cert pins as --cert does.
+	start_daemon "$T/sock2" --key default=ephemeral:rsa2048
+	printf 'server = unix:%s\nserver = unix:%s\ncert = %s\n' \
+		"$T/sock2" "$T/sock" "$T/rsa.pem.crt" >client.conf
+	run env -u MODSIGN_SERVER MODSIGN_CONFIG="$T/client.conf" timeout "$BOUND" "$C" \
+		sign --recursive tree
+	assert_success
+	assert_output "modsign-client: unix:$T/sock2: not used: its key 'default' is not the certificate $T/rsa.pem.crt
+modsign-client: using unix:$T/sock"
+	all_by rsa.pem.crt
+}
+
 @test "pool-twin-servers-with-the-same-key-both-used" {
 	start_daemon "$T/sock2" --key "default=$T/rsa.pem" --audit-log "$T/audit2.log"
 	run timeout "$BOUND" "$C" --server "unix:$T/sock" --server "unix:$T/sock2" \
