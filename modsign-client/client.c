@@ -29,7 +29,7 @@ static void usage(FILE *f)
 		"Commands:\n"
 		"  status                       show the daemon and its keys\n"
 		"  cert [--key NAME] [--der]    print a key's certificate\n"
-		"  sign [--key NAME] [--hash sha256|sha384|sha512] [--keyid]\n"
+		"  sign [--key NAME] [--cert CERT] [--hash sha256|sha384|sha512] [--keyid]\n"
 		"       [--detached DIR [--suffix .p7s|.sig]] [--recursive DIR] [--stdin] FILE...\n"
 		"                               sign modules in place (re-signs signed ones),\n"
 		"                               or into a signature tree DIR, modules untouched;\n"
@@ -233,6 +233,8 @@ static int conf_setting(const char *key, const char *value, void *userdata)
 		g->tls.cert = g->tls.cert ?: keep(g, value);
 	else if (strcmp(key, "tls-key") == 0)
 		g->tls.key = g->tls.key ?: keep(g, value);
+	else if (strcmp(key, "cert") == 0)
+		g->cert = g->cert ?: keep(g, value);
 	else if (strcmp(key, "stall-timeout") == 0)
 		return g->stall_ms ? 0 : parse_stall(g, value);
 	else

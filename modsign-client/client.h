@@ -28,6 +28,7 @@ struct global {
 	size_t n_servers;
 	struct conn_tls tls;
 	unsigned stall_ms; /* --stall-timeout, $MODSIGN_STALL_TIMEOUT, stall-timeout */
+	const char *cert;  /* cert (config): the certificate sign pins */
 	char *strings[64]; /* values read from the config file or environment */
 	size_t n_strings;
 };

@@ -59,10 +59,12 @@ struct sign_opts {
 	const char *key;     /* NULL: the daemon's default */
 	const struct digest *md;
 	bool use_keyid;
-	char *expect_cert;   /* sign-file: SHA-256 of the certificate kbuild embeds */
-	X509 *cert;          /* sign-file: that certificate, each signature
-			      * returned is verified with */
-	const char *expect_path;
+	char *expect_cert;   /* sign-file, sign --cert: SHA-256 of the certificate
+			      * given (kbuild's to embed) */
+	X509 *cert;          /* the certificate each signature returned is
+			      * verified with: that one, or the pool's
+			      * (pool_open()), parsed once per run */
+	const char *expect_path; /* where it came from */
 	bool sign_only;      /* sign-file -d, sign --detached: the signature
 			      * alone, the module untouched */
 	bool save_sig;       /* sign-file -p or -d: MODULE.p7s beside it */
@@ -84,6 +86,8 @@ struct item {
 	uint8_t digest[DIGEST_MAX_LEN];
 	size_t digest_len;     /* 0: not hashed yet */
 	size_t on;             /* outstanding on pool connection on - 1; 0: not */
+	uint64_t refused_by;   /* pool connections (bit i: v[i]) that refused it */
+	char refusal[256];     /* the last refusal's reason */
 	bool prepared, done, ok;
 	int prep_err;          /* modfile_prepare() failed: not written */
 	const char *prep_why;
@@ -204,6 +208,53 @@ static int check_signer(const struct sign_opts *o, json_object *reply)
 	return fp && strcmp(fp, o->expect_cert) == 0 ? 0 : -ENOKEY;
 }
 
+/*
+ * The signature in @reply, into *@ret_sig (new) only once it verifies
+ * over @it's digest with the batch's certificate: nothing a server
+ * returns is written unchecked.  -EREMOTEIO: a refusal; -EBADMSG: no
+ * signature, or not a PKCS#7 one; -ENOKEY: made by another key;
+ * -EKEYREJECTED (or pkcs7_verify_digest()'s others): not over this
+ * module's digest.  The cost (issue 34): one public-key verify and the
+ * parse of the PKCS#7 (1-2 KiB) per module; the certificate and its key
+ * were parsed once for the run (pool_open(), expect_cert()).
+ */
+static int reply_signature(const struct sign_opts *o, const struct item *it,
+			   json_object *reply, uint8_t **ret_sig, size_t *ret_len)
+{
+	_cleanup_(freep) uint8_t *sig = NULL;
+	const char *b64 = NULL;
+	bool ok = false;
+	size_t len = 0;
+	int r;
+
+	proto_get_bool(reply, "ok", &ok);
+	if (!ok)
+		return -EREMOTEIO;
+	if (check_signer(o, reply) < 0)
+		return -ENOKEY;
+	if (proto_get_string(reply, "signature", PROTO_MAX_FRAME, true, &b64) < 0 ||
+	    base64_decode(b64, &sig, &len) < 0 || len == 0 || len > MODSIG_MAX_SIG)
+		return -EBADMSG;
+	if (!o->cert)
+		return -ENOKEY; /* nothing to check it with: never written */
+	r = pkcs7_verify_digest(sig, len, o->cert, o->md, it->digest, it->digest_len);
+	if (r < 0)
+		return r;
+	*ret_sig = TAKE_PTR(sig);
+	*ret_len = len;
+	return 0;
+}
+
+/* What is wrong with a server whose reply_signature() failed with @r. */
+static const char *server_fault(int r)
+{
+	if (r == -EBADMSG)
+		return "its signature is malformed";
+	if (r == -ENOKEY)
+		return "signs with another key than the certificate";
+	return "its signature does not match the module";
+}
+
 /* The signature alone into the signature tree, in the directory found
  * now from the tree's descriptor: not by its path, which a link swapped
  * into the tree since item_sig_path() would lead elsewhere. */
@@ -248,39 +299,29 @@ static int item_write(const struct sign_opts *o, struct item *it, const uint8_t 
 	return r;
 }
 
-static void item_finish(const struct sign_opts *o, struct item *it,
-			json_object *reply)
+/* Write or fail @it from its reply, checked (reply_signature()'s @r). */
+static void item_finish(const struct sign_opts *o, struct item *it, json_object *reply,
+			int r, const uint8_t *sig, size_t len)
 {
-	_cleanup_(freep) uint8_t *sig = NULL;
-	const char *b64 = NULL;
-	bool ok = false;
-	size_t len = 0;
-	int r;
-
-	proto_get_bool(reply, "ok", &ok);
-	if (!ok) {
+	if (r == -EREMOTEIO)
 		warn_msg("%s: modsignd refused: %s", it->path, reply_error(reply));
-		r = -EREMOTEIO;
-	} else if (check_signer(o, reply) < 0) {
+	else if (r == -ENOKEY && o->expect_path)
 		warn_msg("%s: the daemon's key is not the certificate given (%s); not signed",
 			 it->path, o->expect_path);
-		r = -ENOKEY;
-	} else if (proto_get_string(reply, "signature", PROTO_MAX_FRAME, true, &b64) < 0 ||
-		   base64_decode(b64, &sig, &len) < 0 || len == 0 || len > MODSIG_MAX_SIG) {
+	else if (r == -ENOKEY)
+		warn_msg("%s: signed with another key than the servers' certificate; not signed",
+			 it->path);
+	else if (r == -EBADMSG)
 		warn_msg("%s: malformed signature from modsignd", it->path);
-		r = -EBADMSG;
-	} else if (o->cert && pkcs7_verify_digest(sig, len, o->cert, o->md, it->digest,
-						  it->digest_len) < 0) {
+	else if (r < 0)
 		/* A server of the pool that answers for another module, or
 		 * with a signature that does not verify. */
 		warn_msg("%s: the signature from modsignd does not match the module; not signed",
 			 it->path);
-		r = -EKEYREJECTED;
-	} else if ((r = it->prep_err) < 0) {
+	else if ((r = it->prep_err) < 0)
 		warn_write(it->dest ?: it->path, r, it->prep_why);
-	} else {
+	else
 		r = item_write(o, it, sig, len);
-	}
 	item_close(it);
 	it->done = true;
 	it->ok = r >= 0;
@@ -328,17 +369,45 @@ struct batch {
 	size_t turn;         /* the connection batch_fill() starts with */
 	bool ended;          /* conn_end_requests() said */
 	char why[512];       /* why the last connection was lost */
-	bool pinned;         /* signer holds the batch's key */
-	char signer[2 * DIGEST_MAX_LEN + 1]; /* its cert_sha256 */
 };
 
-static bool batch_take(struct batch *b, size_t *ret)
+/* Bit of pool connection @i in item.refused_by. */
+#define CONN_BIT(i) (UINT64_C(1) << (i))
+_Static_assert(CONN_MAX_TARGETS <= 64, "item.refused_by has a bit per connection");
+
+/* The live connections, as bits. */
+static uint64_t batch_live(const struct batch *b)
 {
-	while (b->n_again > 0) {
-		*ret = b->again[--b->n_again];
-		if (!b->items[*ret].done)
+	uint64_t m = 0;
+
+	for (size_t i = 0; i < b->pool.n; i++)
+		if (b->pool.v[i].c)
+			m |= CONN_BIT(i);
+	return m;
+}
+
+/* An item to send again on connection @i: one it has not refused.  The
+ * most recent first; a done one is taken out on the way. */
+static bool batch_take_again(struct batch *b, size_t i, size_t *ret)
+{
+	for (size_t j = b->n_again; j-- > 0;) {
+		size_t k = b->again[j];
+
+		if (!b->items[k].done && (b->items[k].refused_by & CONN_BIT(i)))
+			continue;
+		b->again[j] = b->again[--b->n_again];
+		if (!b->items[k].done) {
+			*ret = k;
 			return true;
+		}
 	}
+	return false;
+}
+
+static bool batch_take(struct batch *b, size_t i, size_t *ret)
+{
+	if (batch_take_again(b, i, ret))
+		return true;
 	while (b->next < b->n)
 		if (!b->items[b->next++].done) {
 			*ret = b->next - 1;
@@ -353,8 +422,9 @@ static bool batch_more(const struct batch *b)
 }
 
 /* A server-side failure that another server may not share: the key's
- * token or the audit log (docs/PROTOCOL.md); a refusal by policy is the
- * same everywhere and is not tried again. */
+ * token or the audit log (docs/PROTOCOL.md): that server is dropped.
+ * Another refusal (policy) goes to the servers that have not refused the
+ * module, the server kept (batch_refused()). */
 static bool error_elsewhere(json_object *reply)
 {
 	const char *e = reply_error(reply);
@@ -363,45 +433,43 @@ static bool error_elsewhere(json_object *reply)
 	       strncmp(e, "audit log unavailable", 21) == 0;
 }
 
-/*
- * A batch signs with one key: the first signature's, unless sign-file
- * named the certificate (check_signer()).  Servers of a pool that each
- * made their own key (ephemeral:), or one given the wrong key file, would
- * otherwise sign a batch with several, and a kernel that embeds one
- * certificate refuses part of it.  A reply without the fingerprint
- * matches only another without it.
- */
-static bool batch_same_signer(struct batch *b, json_object *reply)
+/* Fail the queued items that every live server has refused (a server
+ * that had not is gone), each with its last refusal. */
+static void batch_fail_refused(struct batch *b)
 {
-	const char *fp = NULL;
-	bool ok = false;
+	uint64_t live = batch_live(b);
 
-	if (b->o->expect_cert || proto_get_bool(reply, "ok", &ok) < 0 || !ok)
-		return true;
-	proto_get_string(reply, "cert_sha256", 2 * DIGEST_MAX_LEN, true, &fp);
-	if (!b->pinned) {
-		snprintf(b->signer, sizeof(b->signer), "%s", fp ?: "");
-		b->pinned = true;
+	if (live == 0)
+		return; /* the items left are named at the end */
+	for (size_t k = 0; k < b->n; k++) {
+		struct item *it = &b->items[k];
+
+		if (it->done || it->on || !it->refused_by || (it->refused_by & live) != live)
+			continue;
+		warn_msg("%s: modsignd refused: %s", it->path, it->refusal);
+		item_close(it);
+		it->done = true;
+		progress_step(&b->prog);
 	}
-	return strcmp(fp ?: "", b->signer) == 0;
 }
 
-/* Whether a signature in @reply verifies over @it's digest with
- * sign-file's certificate; true when there is nothing to check here (no
- * certificate, a refusal, a malformed reply: item_finish() says). */
-static bool reply_verifies(const struct sign_opts *o, const struct item *it,
-			   json_object *reply)
+/*
+ * Connection @i refused @it: true if it goes back to the queue for
+ * another server that has not refused it (a member that refuses, by its
+ * policy or its fault, must not fail modules an honest one signs); false
+ * when every live server has, and the refusal stands.
+ */
+static bool batch_refused(struct batch *b, size_t i, struct item *it, json_object *reply)
 {
-	_cleanup_(freep) uint8_t *sig = NULL;
-	const char *b64 = NULL;
-	bool ok = false;
-	size_t len = 0;
+	uint64_t live = batch_live(b);
 
-	if (!o->cert || proto_get_bool(reply, "ok", &ok) < 0 || !ok ||
-	    proto_get_string(reply, "signature", PROTO_MAX_FRAME, true, &b64) < 0 ||
-	    base64_decode(b64, &sig, &len) < 0 || len == 0 || len > MODSIG_MAX_SIG)
-		return true;
-	return pkcs7_verify_digest(sig, len, o->cert, o->md, it->digest, it->digest_len) == 0;
+	it->refused_by |= CONN_BIT(i);
+	snprintf(it->refusal, sizeof(it->refusal), "%s", reply_error(reply));
+	if ((it->refused_by & live) == live)
+		return false;
+	it->on = 0;
+	b->again[b->n_again++] = (size_t)(it - b->items);
+	return true;
 }
 
 /* Close connection @i; its outstanding items go back to the queue. */
@@ -420,6 +488,7 @@ static void batch_lose(struct batch *b, size_t i, const char *why)
 		moved++;
 	}
 	pool_drop(&b->pool, i);
+	batch_fail_refused(b);
 	if (b->pool.live > 0)
 		warn_msg("%s; %zu request%s sent to the other server%s", b->why, moved,
 			 moved == 1 ? "" : "s", b->pool.live == 1 ? "" : "s");
@@ -466,7 +535,7 @@ static bool batch_fill(struct batch *b)
 			size_t k;
 			int r;
 
-			if (!pc->c || pc->inflight >= b->window || !batch_take(b, &k))
+			if (!pc->c || pc->inflight >= b->window || !batch_take(b, i, &k))
 				continue;
 			r = item_send(pc->c, i + 1, b->o, &b->items[k], k + 1);
 			if (r < 0) {
@@ -497,8 +566,10 @@ static bool batch_fill(struct batch *b)
 static void batch_reply(struct batch *b, size_t i)
 {
 	_cleanup_(json_object_putp) json_object *reply = NULL;
+	_cleanup_(freep) uint8_t *sig = NULL;
 	struct conn *c = b->pool.v[i].c;
 	struct item *it;
+	size_t len = 0;
 	uint64_t id;
 	int r;
 
@@ -513,14 +584,19 @@ static void batch_reply(struct batch *b, size_t i)
 	}
 	it = &b->items[id - 1];
 	pool_replied(&b->pool, i);
-	if (!batch_same_signer(b, reply)) /* it goes back too */
-		return batch_lose(b, i, "signs with another key than the first reply");
-	if (b->pool.live > 1 && !reply_verifies(b->o, it, reply))
-		return batch_lose(b, i, "its signature does not match the module");
-	if (b->pool.live > 1 && error_elsewhere(reply))
-		return batch_lose(b, i, reply_error(reply)); /* it goes back too */
+	r = reply_signature(b->o, it, reply, &sig, &len);
+	/* While another server is live, nothing fails here that it may
+	 * sign: a server that returns what does not verify is dropped (it
+	 * could be anyone's), one whose key is unavailable too; a refusal
+	 * goes to a server that has not refused it. */
+	if (r < 0 && r != -EREMOTEIO && b->pool.live > 1)
+		return batch_lose(b, i, server_fault(r)); /* it goes back too */
+	if (r == -EREMOTEIO && b->pool.live > 1 && error_elsewhere(reply))
+		return batch_lose(b, i, reply_error(reply));
+	if (r == -EREMOTEIO && b->pool.live > 1 && batch_refused(b, i, it, reply))
+		return;
 	it->on = 0;
-	item_finish(b->o, it, reply);
+	item_finish(b->o, it, reply, r, sig, len);
 	progress_step(&b->prog);
 }
 
@@ -577,11 +653,15 @@ static size_t batch_sign(struct batch *b)
 
 /*
  * kbuild's one module per call (@per_module) connects to one server of
- * the pool (client_connect_spread()); a batch to all of them.
+ * the pool (client_connect_spread()), and checks its signature with the
+ * certificate kbuild gave; a batch connects to all of them, each checked
+ * to hold the key of @o's certificate, or all the same one when none was
+ * given (that one is then @o's: pool_open()).
  */
-static int run_sign(const struct global *g, const struct sign_opts *o,
+static int run_sign(const struct global *g, struct sign_opts *o,
 		    struct item *items, size_t n, bool per_module)
 {
+	struct pool_pin pin = { .key = o->key, .cert = o->cert, .path = o->expect_path };
 	_cleanup_(freep) size_t *again = calloc(n ?: 1, sizeof(*again));
 	struct batch b = { .o = o, .items = items, .n = n, .again = again };
 	struct conn *c = NULL;
@@ -598,8 +678,10 @@ static int run_sign(const struct global *g, const struct sign_opts *o,
 		r = client_connect_spread(g, items[0].path, &c);
 		if (r >= 0)
 			pool_adopt(&b.pool, c, g->stall_ms);
-	} else
-		r = pool_open(&b.pool, g);
+	} else {
+		r = pool_open(&b.pool, g, &pin);
+		o->cert = pin.cert;
+	}
 	if (r < 0) {
 		if (n > 0)
 			item_close(&items[0]);
@@ -675,7 +757,7 @@ static int refuse_shared_sig_paths(struct item *items, size_t n)
 }
 
 /* Signs every path of @paths in one batch; 0 if all were signed. */
-static int sign_paths(const struct global *g, const struct sign_opts *o,
+static int sign_paths(const struct global *g, struct sign_opts *o,
 		      const struct pathlist *paths)
 {
 	_cleanup_(freep) struct item *items = calloc(paths->n, sizeof(*items));
@@ -715,6 +797,8 @@ static bool suffix_ok(const char *suffix)
 	return false;
 }
 
+static int expect_cert(struct sign_opts *o, const char *path);
+
 int cmd_sign(const struct global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -725,8 +809,10 @@ int cmd_sign(const struct global *g, int argc, char **argv)
 		{ "stdin", no_argument, NULL, 's' },
 		{ "detached", required_argument, NULL, 'd' },
 		{ "suffix", required_argument, NULL, 'S' },
+		{ "cert", required_argument, NULL, 'c' },
 		{}
 	};
+	const char *cert = g->cert;
 	struct sign_opts o = { .md = digest_lookup(DIGEST_DEFAULT), .suffix = ".p7s",
 			       .sigfd = -1 };
 	struct pathlist trees = { 0 }, paths = { 0 };
@@ -751,6 +837,8 @@ int cmd_sign(const struct global *g, int argc, char **argv)
 			goto out;
 		else if (c == 'S')
 			suffix_set = true;
+		else if (c == 'c')
+			cert = optarg;
 		else if (c == '?')
 			goto out;
 	}
@@ -773,8 +861,14 @@ int cmd_sign(const struct global *g, int argc, char **argv)
 		r = 1;
 		goto out;
 	}
+	if (cert && expect_cert(&o, cert) < 0) {
+		r = 1;
+		goto out;
+	}
 	r = sign_paths(g, &o, &paths);
 out:
+	free(o.expect_cert);
+	X509_free(o.cert);
 	if (o.sigfd >= 0)
 		close(o.sigfd);
 	pathlist_free(&trees);
@@ -902,8 +996,7 @@ int sign_file_paths(const struct global *g, int argc, char **argv,
 	o.key = key_arg(argv[i + 1]);
 	if (expect_cert(&o, argv[i + 2]) < 0)
 		return 1;
-	r = sign_file_check_key(g, o.key, o.expect_cert, argv[i + 2]) < 0 ?
-		    1 : sign_paths(g, &o, paths);
+	r = sign_paths(g, &o, paths); /* each server's key checked first */
 	free(o.expect_cert);
 	X509_free(o.cert);
 	return r;

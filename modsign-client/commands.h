@@ -32,7 +32,8 @@ int cmd_sign_file_batch(const struct global *g, int argc, char **argv);
 /*
  * cmd-sign.c: sign every path of @paths in one batch (many requests in
  * flight), each as "sign-file [-dpk] HASH KEY X509 PATH" (@argv, from
- * @argv[1]) would sign it, after sign_file_check_key().  Returns the exit
+ * @argv[1]) would sign it, on the servers that hold the key of X509
+ * (pool_open()).  Returns the exit
  * status; each failed module is named on stderr.
  */
 struct pathlist;
@@ -52,15 +53,6 @@ int attach_sign_file(const char *sig, const char *hash, const char *x509,
 /* cmd-verify.c: a verify failure (pkcs7_verify_module()'s @r), in words. */
 const char *verify_reason(int r);
 
-/*
- * cmd-signfile-batch.c: 0 if the daemon's key @key (NULL: default) has the
- * certificate whose SHA-256 is @want_sha256 (from the file @x509), else
- * says why and returns a negative errno.  Asked once before a batch, so
- * that a wrong certificate is one line and no module is sent.
- */
-int sign_file_check_key(const struct global *g, const char *key,
-			const char *want_sha256, const char *x509);
-
 /* Run the command @name with @argc/@argv (argv[0] is the command), or
  * refuse an unknown one.  Returns the exit status. */
 int commands_run(const struct global *g, const char *name, int argc, char **argv);
@@ -69,5 +61,12 @@ int commands_run(const struct global *g, const char *name, int argc, char **argv
  * daemon; prints why not. */
 struct x509_st;
 int cmd_cert_fetch(struct conn *c, const char *key, struct x509_st **ret);
+
+/* cmd-cert.c: the request for @key's certificate (NULL: the default
+ * key's), new reference or NULL; and the certificate of an ok reply to
+ * it (-EBADMSG: none, or not one), which the pool asks of each server
+ * (pool.c). */
+json_object *cert_request(uint64_t id, const char *key);
+int cert_reply_parse(json_object *reply, struct x509_st **ret);
 
 #endif

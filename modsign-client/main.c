@@ -8,6 +8,7 @@
  */
 #include <openssl/crypto.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 

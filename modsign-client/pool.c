@@ -5,13 +5,18 @@
  * then costs the batch its outstanding requests only, which go to the
  * others, instead of the batch.  The connections are opened one after the
  * other, each bounded by the stall timeout (a stopped host accepts TCP
- * but never finishes the handshake).
+ * but never finishes the handshake).  Then each is asked for the
+ * certificate of the batch's key, and only those holding the key the
+ * batch pins are used: every signature is verified with that certificate
+ * (cmd-sign.c), and a server that fails the check at the start costs no
+ * request.
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "commands.h"
 #include "pool.h"
 #include "util.h"
 
@@ -42,7 +47,8 @@ static void say_using(const struct pool *p)
 	warn_msg("using %s", line);
 }
 
-int pool_open(struct pool *p, const struct global *g)
+/* Open a connection to every target; those that fail are said. */
+static int pool_connect(struct pool *p, const struct global *g)
 {
 	_cleanup_(freep) struct conn_target *t = NULL;
 	const char *whys[CONN_MAX_TARGETS];
@@ -50,7 +56,6 @@ int pool_open(struct pool *p, const struct global *g)
 	size_t nt = 0, failed = 0;
 	int r;
 
-	*p = (struct pool){ .stall_ms = g->stall_ms };
 	r = conn_targets(g->servers, g->n_servers, &t, &nt);
 	if (r < 0) {
 		warn_msg("%s", strerror(-r));
@@ -74,9 +79,182 @@ int pool_open(struct pool *p, const struct global *g)
 	for (size_t i = 0; i < nt; i++)
 		if (errs[i] < 0)
 			say_failed(&t[i], errs[i], whys[i], p->n == 0);
-	if (failed > 0 && p->n > 0)
+	return p->n == 0 ? -ECONNREFUSED : (int)failed;
+}
+
+/* Why a connection did not give its certificate; "" if it did. */
+typedef char pool_why[256];
+
+/* Drop connection @i with the reason; not yet a signing server. */
+static void drop_unused(struct pool *p, size_t i, const char *why)
+{
+	warn_msg("%s: not used: %s", conn_address(p->v[i].c), why);
+	pool_drop(p, i);
+}
+
+/* The certificate in connection @i's reply to `cert` request @id, or
+ * why there is none (in @why). */
+static void read_cert(struct pool *p, size_t i, uint64_t id, X509 **ret, pool_why why)
+{
+	_cleanup_(json_object_putp) json_object *reply = NULL;
+	struct conn *c = p->v[i].c;
+	uint64_t got;
+	bool ok = false;
+	int r;
+
+	r = conn_recv(c, &reply);
+	if (r == -ETIMEDOUT)
+		snprintf(why, sizeof(pool_why), "no answer to cert (stalled)");
+	else if (r < 0)
+		snprintf(why, sizeof(pool_why), "cert: %s", conn_strerror(c, r));
+	else if (proto_get_uint(reply, "id", &got) < 0 || got != id) {
+		conn_note_refusal(c, reply_error(reply));
+		snprintf(why, sizeof(pool_why), "cert: %s", conn_strerror(c, -ECONNREFUSED));
+	} else if (proto_get_bool(reply, "ok", &ok) < 0 || !ok)
+		snprintf(why, sizeof(pool_why), "cert: %s", reply_error(reply));
+	else if (cert_reply_parse(reply, ret) < 0)
+		snprintf(why, sizeof(pool_why), "cert: malformed certificate");
+}
+
+/* Every connection's certificate of @key into @certs, or why not into
+ * @whys: the requests all sent first, so that the replies come in
+ * parallel. */
+static void fetch_certs(struct pool *p, const char *key, X509 **certs, pool_why *whys)
+{
+	uint64_t ids[CONN_MAX_TARGETS];
+
+	for (size_t i = 0; i < p->n; i++) {
+		_cleanup_(json_object_putp) json_object *req = NULL;
+		int r;
+
+		ids[i] = conn_next_id(p->v[i].c);
+		req = cert_request(ids[i], key);
+		r = req ? conn_send(p->v[i].c, req) : -ENOMEM;
+		if (r < 0)
+			snprintf(whys[i], sizeof(pool_why), "cert: %s",
+				 conn_strerror(p->v[i].c, r));
+	}
+	for (size_t i = 0; i < p->n; i++)
+		if (!whys[i][0])
+			read_cert(p, i, ids[i], &certs[i], whys[i]);
+}
+
+/* Drop the connections that gave no certificate, each said: "not used"
+ * when another did, else why no module can be signed. */
+static void drop_certless(struct pool *p, X509 **certs, pool_why *whys, const char *key)
+{
+	size_t have = 0;
+
+	for (size_t i = 0; i < p->n; i++)
+		have += certs[i] != NULL;
+	for (size_t i = 0; i < p->n; i++) {
+		if (certs[i])
+			continue;
+		if (have > 0) {
+			drop_unused(p, i, whys[i]);
+			continue;
+		}
+		warn_msg("%s: cannot sign with key '%s': %s", conn_address(p->v[i].c),
+			 key ?: "default", whys[i]);
+		pool_drop(p, i);
+	}
+}
+
+/*
+ * No certificate given: the servers' must all be one.  Pinning the first
+ * reply's would let whichever member answers first choose the key a batch
+ * is checked against (a member holding no key, or its own, would then
+ * have the honest ones dropped); with a disagreement nothing tells the
+ * honest servers apart, so the batch does not start.
+ */
+static int agree(struct pool *p, X509 **certs, struct pool_pin *pin)
+{
+	size_t first = p->n;
+
+	for (size_t i = 0; i < p->n; i++) {
+		if (!p->v[i].c)
+			continue;
+		if (first == p->n) {
+			first = i;
+		} else if (X509_cmp(certs[first], certs[i]) != 0) {
+			warn_msg("%s and %s have different certificates for key '%s'; "
+				 "name the one to sign with (sign --cert FILE, or cert in "
+				 "the config); no module signed",
+				 conn_address(p->v[first].c), conn_address(p->v[i].c),
+				 pin->key ?: "default");
+			return -ENOTUNIQ;
+		}
+	}
+	if (first == p->n)
+		return -ENOKEY; /* each said why */
+	X509_up_ref(certs[first]);
+	pin->cert = certs[first];
+	return 0;
+}
+
+/* Leave out the servers whose key is not @pin's; -ENOKEY if that is
+ * all of them, said in one line. */
+static int drop_other_keys(struct pool *p, X509 **certs, const struct pool_pin *pin)
+{
+	size_t same = 0, other = 0;
+	char why[512];
+
+	for (size_t i = 0; i < p->n; i++)
+		if (p->v[i].c)
+			X509_cmp(certs[i], pin->cert) == 0 ? same++ : other++;
+	if (same == 0 && other > 0) {
+		warn_msg("%s: the daemon's key '%s' is not this certificate; no module signed",
+			 pin->path ?: "pinned", pin->key ?: "default");
+		return -ENOKEY;
+	}
+	snprintf(why, sizeof(why), "its key '%s' is not the certificate %s",
+		 pin->key ?: "default", pin->path ?: "pinned");
+	for (size_t i = 0; i < p->n; i++)
+		if (p->v[i].c && X509_cmp(certs[i], pin->cert) != 0)
+			drop_unused(p, i, why);
+	return same > 0 ? 0 : -ENOKEY;
+}
+
+/* The connections left, to v[0..n). */
+static void compact(struct pool *p)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < p->n; i++)
+		if (p->v[i].c)
+			p->v[k++] = p->v[i];
+	for (size_t i = k; i < p->n; i++)
+		p->v[i] = (struct pool_conn){ 0 };
+	p->n = p->live = k;
+}
+
+int pool_open(struct pool *p, const struct global *g, struct pool_pin *pin)
+{
+	X509 *certs[CONN_MAX_TARGETS] = { 0 };
+	pool_why whys[CONN_MAX_TARGETS] = { { 0 } };
+	size_t opened;
+	int failed, r;
+
+	*p = (struct pool){ .stall_ms = g->stall_ms };
+	failed = pool_connect(p, g);
+	if (failed < 0)
+		return failed;
+	opened = p->n;
+	fetch_certs(p, pin->key, certs, whys);
+	drop_certless(p, certs, whys, pin->key);
+	r = pin->cert ? 0 : agree(p, certs, pin);
+	if (r >= 0)
+		r = drop_other_keys(p, certs, pin);
+	for (size_t i = 0; i < opened; i++)
+		X509_free(certs[i]);
+	compact(p);
+	if (r < 0 || p->n == 0) {
+		pool_close(p);
+		return r < 0 ? r : -ENOKEY;
+	}
+	if (failed > 0 || p->n < opened)
 		say_using(p);
-	return p->n > 0 ? 0 : -ECONNREFUSED;
+	return 0;
 }
 
 void pool_adopt(struct pool *p, struct conn *c, unsigned stall_ms)

@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <openssl/x509.h>
+
 #include "client.h"
 #include "conn.h"
 
@@ -33,12 +35,32 @@ struct pool {
 };
 
 /*
- * Connect to every target of @g's server list.  A target that cannot be
- * reached, or whose TLS certificate we do not trust, is named on stderr
- * with the reason and left out (never used).  0 if at least one answered;
- * else -errno, each target's failure said.
+ * The certificate a batch signs with, which every server of its pool must
+ * hold the key of.  @cert given (sign --cert, the config's cert, the X509
+ * of sign-file): a server with another key is left out.  @cert NULL: the
+ * servers' own, which must all be the same one (a server that answers
+ * first is no more trusted than the others); pool_open() then sets it,
+ * a reference the caller frees.
  */
-int pool_open(struct pool *p, const struct global *g);
+struct pool_pin {
+	const char *key;  /* the key asked for; NULL: the default key */
+	X509 *cert;
+	const char *path; /* where @cert came from, for messages */
+};
+
+/*
+ * Connect to every target of @g's server list, and ask each for the
+ * certificate of @pin->key, all at once (a silent server costs one stall
+ * timeout, not one each; each connection's wait is bounded by it as a
+ * signature's is).  A target that cannot be reached, whose TLS
+ * certificate we do not trust, that does not answer `cert` or refuses it,
+ * or whose key is not @pin's, is named on stderr with the reason and left
+ * out (never used): v[0..n) are the servers that hold the key.  0 if at
+ * least one does; else, each failure said: -ECONNREFUSED (none
+ * answered), -ENOKEY (none holds the key), -ENOTUNIQ (no @pin->cert given
+ * and two servers hold different keys: refused, both named).
+ */
+int pool_open(struct pool *p, const struct global *g, struct pool_pin *pin);
 
 /* A pool of the one connection @c, which it takes. */
 void pool_adopt(struct pool *p, struct conn *c, unsigned stall_ms);

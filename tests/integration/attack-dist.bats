@@ -49,8 +49,8 @@ teardown() { case_teardown; }
 
 # ---- 2. a server of the pool that trickles its replies --------------------
 # trickle_proxy SOCK DELAY CHUNK [replay]: a server at SOCK that passes each request
-# to the real daemon and sends each reply back CHUNK bytes at a time,
-# DELAY seconds apart (one byte every 0.5 s: a frame never stalls for a
+# to the real daemon and sends each reply with a signature back CHUNK
+# bytes at a time, DELAY seconds apart (other replies, `cert`'s, at once) (one byte every 0.5 s: a frame never stalls for a
 # whole --stall-timeout, yet never ends).  Counts the replies it began in
 # $T/proxy.count.  With replay, every reply carries the signature of
 # the first (a server of the pool that answers for another module); with
@@ -121,6 +121,9 @@ def serve(c):
                 open(held, "w").close()
                 while not os.path.exists(go):
                     time.sleep(0.05)
+            if "signature" not in msg:
+                c.sendall(f)
+                continue
             for i in range(0, len(f), chunk):
                 c.sendall(f[i:i + chunk])
                 time.sleep(delay)
@@ -177,14 +180,39 @@ PY
 all_by() { "$C" verify --cert "$1" $(find tree -name '*.ko') >/dev/null 2>&1; }
 
 @test "pool-servers-with-different-keys-never-mixed" {
+	# No certificate given and two servers disagree: which is honest is
+	# not known, so nothing is signed (row 66: the first to answer is
+	# not trusted more than the other).
 	start_daemon "$T/sock2" --key default=ephemeral:rsa2048
-	"$C" --server "unix:$T/sock2" cert >other.pem
 	run timeout "$BOUND" "$C" --server "unix:$T/sock" --server "unix:$T/sock2" \
 		sign --recursive tree
 	refute [ "$status" -eq 124 ]
+	assert_failure 1
+	assert_output "modsign-client: unix:$T/sock and unix:$T/sock2 have different certificates for key 'default'; name the one to sign with (sign --cert FILE, or cert in the config); no module signed"
+	diff -r pristine tree
+}
+
+@test "pool-servers-with-different-keys-cert-given-other-dropped" {
+	start_daemon "$T/sock2" --key default=ephemeral:rsa2048
+	run timeout "$BOUND" "$C" --server "unix:$T/sock2" --server "unix:$T/sock" \
+		sign --cert rsa.pem.crt --recursive tree
 	assert_success
-	assert_output --partial "signs with another key than the first reply"
-	all_by rsa.pem.crt || all_by other.pem
+	assert_output "modsign-client: unix:$T/sock2: not used: its key 'default' is not the certificate rsa.pem.crt
+modsign-client: using unix:$T/sock"
+	all_by rsa.pem.crt
+}
+
+@test "pool-servers-with-different-keys-config-cert-other-dropped" {
+	# The config's cert pins as --cert does.
+	start_daemon "$T/sock2" --key default=ephemeral:rsa2048
+	printf 'server = unix:%s\nserver = unix:%s\ncert = %s\n' \
+		"$T/sock2" "$T/sock" "$T/rsa.pem.crt" >client.conf
+	run env -u MODSIGN_SERVER MODSIGN_CONFIG="$T/client.conf" timeout "$BOUND" "$C" \
+		sign --recursive tree
+	assert_success
+	assert_output "modsign-client: unix:$T/sock2: not used: its key 'default' is not the certificate $T/rsa.pem.crt
+modsign-client: using unix:$T/sock"
+	all_by rsa.pem.crt
 }
 
 @test "pool-twin-servers-with-the-same-key-both-used" {
@@ -194,6 +222,204 @@ all_by() { "$C" verify --cert "$1" $(find tree -name '*.ko') >/dev/null 2>&1; }
 	assert_success
 	assert_output ""
 	[ "$(grep -c '"result":"ok"' audit2.log)" -ge 1 ]
+	all_by rsa.pem.crt
+}
+
+# ---- 3b. a member of the pool that holds no key, or refuses -------------
+# fake_member SOCK MODE: a server of the pool at SOCK that never signs.
+# `cert` is passed to the real daemon ($T/sock), so it shows the honest
+# certificate, except in nokey mode ("unknown key") and silent mode
+# (nothing is ever answered).  Each `sign` is answered at once: garbage,
+# random bytes as the signature with the honest cert_sha256 copied;
+# nofp, the same without a cert_sha256; nokey, random bytes too; refuse,
+# a refusal.  $T/fake.asked counts the sign requests it got.
+fake_member() {
+	cat >"$T/fake.py" <<'PY'
+import base64, hashlib, json, os, socket, struct, sys, threading
+path, daemon, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+asked = os.path.join(os.path.dirname(path), "fake.asked")
+lock = threading.Lock()
+n_sign = 0
+def read_frame(s):
+    h = b""
+    while len(h) < 4:
+        b = s.recv(4 - len(h))
+        if not b:
+            return None
+        h += b
+    ln = struct.unpack(">I", h)[0]
+    d = b""
+    while len(d) < ln:
+        b = s.recv(ln - len(d))
+        if not b:
+            return None
+        d += b
+    return json.loads(d)
+def send(s, msg):
+    body = json.dumps(msg).encode()
+    s.sendall(struct.pack(">I", len(body)) + body)
+def honest(req):
+    up = socket.socket(socket.AF_UNIX)
+    up.connect(daemon)
+    send(up, req)
+    reply = read_frame(up)
+    up.close()
+    return reply
+fp = hashlib.sha256(base64.b64decode(honest({"v": 1, "id": 1, "op": "cert"})["cert"])).hexdigest()
+def serve(c):
+    global n_sign
+    while True:
+        try:
+            req = read_frame(c)
+        except OSError:
+            return
+        if req is None or mode == "silent":
+            if req is None:
+                return
+            continue
+        rid = req.get("id", 0)
+        if req.get("op") == "cert" and mode == "nokey":
+            send(c, {"v": 1, "id": rid, "ok": False, "error": "unknown key 'default'"})
+        elif req.get("op") != "sign":
+            send(c, honest(req))
+        else:
+            with lock:
+                n_sign += 1
+                open(asked, "w").write(str(n_sign))
+            if mode == "refuse":
+                send(c, {"v": 1, "id": rid, "ok": False,
+                         "error": "module %s not allowed for this client" % req.get("module")})
+                continue
+            r = {"v": 1, "id": rid, "ok": True, "key": "default",
+                 "signature": base64.b64encode(os.urandom(256)).decode()}
+            if mode == "garbage":
+                r["cert_sha256"] = fp
+            send(c, r)
+s = socket.socket(socket.AF_UNIX)
+s.bind(path)
+s.listen(8)
+while True:
+    c, _ = s.accept()
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+	python3 "$T/fake.py" "$1" "$T/sock" "$2" 3>&- &
+	DAEMON_PIDS+=($!)
+	local i
+	for i in $(seq 50); do [ -S "$1" ] && return 0; sleep 0.1; done
+	return 1
+}
+
+# Point 2 of issue 27: a member holding no key that answers every `sign`
+# at once with random bytes had the honest host dropped ("signs with
+# another key than the first reply") and its garbage written, exit 0.
+@test "pool-member-random-signatures-never-written" {
+	fake_member "$T/fake.sock" nofp
+	run timeout "$BOUND" "$C" --server "unix:$T/fake.sock" --server "unix:$T/sock" \
+		sign --recursive tree
+	refute [ "$status" -eq 124 ]
+	assert_success
+	assert_output --partial "unix:$T/fake.sock: its signature is malformed"
+	refute_output --partial "unix:$T/sock:"
+	all_by rsa.pem.crt
+}
+
+@test "pool-member-random-signatures-copied-fingerprint-never-written" {
+	# Copying the honest cert_sha256 passed the fingerprint check: its
+	# share was written as it came.
+	fake_member "$T/fake.sock" garbage
+	find tree -name '*.ko' | sort >list
+	run timeout "$BOUND" "$C" --server "unix:$T/fake.sock" --server "unix:$T/sock" \
+		sign --recursive tree
+	assert_success
+	assert_output --partial "unix:$T/fake.sock: its signature is malformed"
+	all_by rsa.pem.crt
+	cp -a pristine tree2
+	run timeout "$BOUND" "$C" --server "unix:$T/fake.sock" --server "unix:$T/sock" \
+		sign-file --batch sha256 modsign:default rsa.pem.crt < <(sed s/^tree/tree2/ list)
+	assert_success
+	"$C" verify --cert rsa.pem.crt $(find tree2 -name '*.ko')
+}
+
+@test "pool-member-random-signatures-alone-nothing-written" {
+	# The garbage member is the only server: each module named, none
+	# written, exit 1.
+	fake_member "$T/fake.sock" garbage
+	run timeout "$BOUND" "$C" --server "unix:$T/fake.sock" sign --recursive tree
+	assert_failure 1
+	assert_equal "$(grep -c ': malformed signature from modsignd$' <<<"$output")" 3
+	diff -r pristine tree
+}
+
+@test "pool-twin-all-honest-byte-identical" {
+	# Two honest servers, same key: every module signed, byte for byte
+	# what one server alone makes (RSA PKCS#1 v1.5 is deterministic).
+	start_daemon "$T/sock2" --key "default=$T/rsa.pem" --audit-log "$T/audit2.log"
+	cp -a pristine alone
+	"$C" sign --recursive alone
+	run timeout "$BOUND" "$C" --server "unix:$T/sock" --server "unix:$T/sock2" \
+		sign --recursive tree
+	assert_success
+	assert_output ""
+	diff -r alone tree
+	cp -a pristine tree2
+	find tree2 -name '*.ko' | sort >list
+	run timeout "$BOUND" "$C" --server "unix:$T/sock" --server "unix:$T/sock2" \
+		sign-file --batch sha256 modsign:default rsa.pem.crt <list
+	assert_success
+	assert_output ""
+	diff -r alone tree2
+}
+
+# Point 3 of issue 27: one member failed a whole batch.
+@test "pool-member-refusing-fails-over" {
+	# It refused (its policy) each module it got: those failed, exit 1,
+	# though the honest host could sign them.
+	fake_member "$T/fake.sock" refuse
+	run timeout "$BOUND" "$C" --server "unix:$T/fake.sock" --server "unix:$T/sock" \
+		sign --recursive tree
+	assert_success
+	assert_output ""
+	[ "$(cat fake.asked)" -ge 1 ]
+	all_by rsa.pem.crt
+}
+
+@test "pool-twin-refused-by-every-server-named-once" {
+	# A refusal every server makes stands: each module named once, with
+	# the reason, none written, and the batch ends.
+	fake_member "$T/fake.sock" refuse
+	run timeout "$BOUND" "$C" --server "unix:$T/fake.sock" --server "unix:$T/fake.sock" \
+		sign --recursive tree
+	refute [ "$status" -eq 124 ]
+	assert_failure 1
+	assert_equal "${#lines[@]}" 3
+	assert_equal "$(grep -c 'modsignd refused: module .* not allowed for this client$' <<<"$output")" 3
+	diff -r pristine tree
+}
+
+@test "pool-batch-member-unknown-key-at-cert-not-used" {
+	# sign-file --batch asked `cert` of the first server only: "unknown
+	# key" there failed the batch at once.
+	fake_member "$T/fake.sock" nokey
+	find tree -name '*.ko' | sort >list
+	run timeout "$BOUND" "$C" --server "unix:$T/fake.sock" --server "unix:$T/sock" \
+		sign-file --batch sha256 modsign:default rsa.pem.crt <list
+	assert_success
+	assert_output "modsign-client: unix:$T/fake.sock: not used: cert: unknown key 'default'
+modsign-client: using unix:$T/sock"
+	[ ! -e fake.asked ]
+	all_by rsa.pem.crt
+}
+
+@test "pool-batch-member-silent-at-cert-not-used" {
+	# One that never answered failed it after 120 s.
+	fake_member "$T/fake.sock" silent
+	find tree -name '*.ko' | sort >list
+	run timeout "$BOUND" "$C" --server "unix:$T/fake.sock" --server "unix:$T/sock" \
+		--stall-timeout 1 sign-file --batch sha256 modsign:default rsa.pem.crt <list
+	refute [ "$status" -eq 124 ]
+	assert_success
+	assert_output "modsign-client: unix:$T/fake.sock: not used: no answer to cert (stalled)
+modsign-client: using unix:$T/sock"
 	all_by rsa.pem.crt
 }
 
