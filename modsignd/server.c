@@ -1138,6 +1138,10 @@ static bool log_group(struct server *s, struct job *list)
 	struct translog_commit *commit;
 	int r;
 
+	/* Nothing is pending between groups, but a log that a failed commit
+	 * left broken: read back first, it may hold the published checkpoint
+	 * again (translog_broken()); if not, this group is withheld too. */
+	translog_abort(s->translog);
 	for (struct job *j = list; j; j = j->next)
 		if (j->r >= 0)
 			log_job(s, j);

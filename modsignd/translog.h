@@ -80,7 +80,8 @@ int translog_commit_end(struct translog *t, struct translog_commit *c, int r);
  * gone and the log is as its last checkpoint says. */
 int translog_commit(struct translog *t);
 
-/* Drop the pending entries (their signatures will not be released). */
+/* Drop the pending entries (their signatures will not be released); a
+ * broken log is read back (0 if it works again). */
 int translog_abort(struct translog *t);
 
 /* The signed checkpoint last published, and the log's verifier key. */
@@ -90,8 +91,9 @@ uint64_t translog_size(const struct translog *t);
 
 /* NULL while the log works; once a failed commit could not be undone
  * (the directory no longer holds the published checkpoint, a tile is
- * gone), why: appends and commits fail until a later commit's reload
- * finds the published checkpoint and its tiles again. */
+ * gone), why: appends and commits fail until a reload (translog_abort(),
+ * or a failed commit's) finds the published checkpoint and its tiles
+ * again. */
 const char *translog_broken(const struct translog *t);
 
 /*
