@@ -398,7 +398,9 @@ int tlog_bundle_next(const uint8_t *buf, size_t len, size_t *pos,
 	if (len - *pos < 2)
 		return -EBADMSG;
 	n = (size_t)buf[*pos] << 8 | buf[*pos + 1];
-	if (n > len - *pos - 2)
+	/* The prefix could say 65,535; no entry we write is over
+	 * TLOG_MAX_ENTRY, and a reader sizes its buffers by that bound. */
+	if (n > TLOG_MAX_ENTRY || n > len - *pos - 2)
 		return -EBADMSG;
 	*ret_entry = buf + *pos + 2;
 	*ret_len = n;

@@ -104,7 +104,8 @@ int tlog_checkpoint_parse(const char *text, char **ret_origin, uint64_t *ret_siz
  * An entry bundle (tile/entries/N): each entry as a 2-byte big-endian
  * length and its bytes.  tlog_bundle_next() takes the entry at *@pos of
  * @buf (@len bytes) and advances *@pos; returns 1 with *@ret_entry and
- * *@ret_len pointing into @buf, 0 at the end, -EBADMSG if it is cut short.
+ * *@ret_len pointing into @buf, 0 at the end, -EBADMSG if it is cut short
+ * or longer than TLOG_MAX_ENTRY.
  */
 int tlog_bundle_next(const uint8_t *buf, size_t len, size_t *pos,
 		     const uint8_t **ret_entry, size_t *ret_len);

@@ -154,8 +154,7 @@ static int setup_translog(struct daemon *d)
 	r = translog_open(d->opt.tlog_dir, key, strcmp(spec, "ephemeral") == 0,
 			  d->opt.log_origin ?: origin, &d->translog, why, sizeof(why));
 	if (r < 0)
-		return log_error_errno(r, "transparency log %s: %s%s%m", d->opt.tlog_dir, why,
-				       why[0] ? ": " : "");
+		return log_error_errno(r, "transparency log %s: %s", d->opt.tlog_dir, why);
 	log_info("transparency log %s: %llu entries, verifier key %s", d->opt.tlog_dir,
 		 (unsigned long long)translog_size(d->translog), translog_vkey(d->translog));
 	return 0;

@@ -1103,9 +1103,12 @@ static void log_job(struct server *s, struct job *j)
 	j->logged = j->tlog_r >= 0;
 }
 
-static void log_failed(struct job *list, int r)
+static void log_failed(struct server *s, struct job *list, int r)
 {
-	log_error("transparency log commit failed, withholding signatures: %s", strerror(-r));
+	const char *broken = translog_broken(s->translog);
+
+	log_error("transparency log commit failed, withholding signatures: %s",
+		  broken ?: strerror(-r));
 	for (struct job *j = list; j; j = j->next)
 		if (j->r >= 0) {
 			j->tlog_r = r;
@@ -1135,6 +1138,10 @@ static bool log_group(struct server *s, struct job *list)
 	struct translog_commit *commit;
 	int r;
 
+	/* Nothing is pending between groups, but a log that a failed commit
+	 * left broken: read back first, it may hold the published checkpoint
+	 * again (translog_broken()); if not, this group is withheld too. */
+	translog_abort(s->translog);
 	for (struct job *j = list; j; j = j->next)
 		if (j->r >= 0)
 			log_job(s, j);
@@ -1146,7 +1153,7 @@ static bool log_group(struct server *s, struct job *list)
 		return true;
 	}
 	if (r < 0)
-		log_failed(list, r);
+		log_failed(s, list, r);
 	return false;
 }
 
@@ -1259,7 +1266,7 @@ static void commit_done(struct server *s)
 	list = TAKE_PTR(s->committing);
 	r = translog_commit_end(s->translog, TAKE_PTR(s->commit), r);
 	if (r < 0)
-		log_failed(list, r);
+		log_failed(s, list, r);
 	finish_group(s, list);
 	drain_workq(s);
 }

@@ -14,11 +14,19 @@
  * for every other writer's dirty data on the same filesystem.  Partial
  * tiles of a tile that is full are removed after the checkpoint that
  * covers the full one.
+ *
+ * The directory is the daemon's own (private_dir_open(), once, at open)
+ * and everything in it is reached from its descriptor: a tile's directory
+ * beneath it, never through a link (openat2 RESOLVE_BENEATH |
+ * RESOLVE_NO_SYMLINKS), and the file in it by regular_file_openat(),
+ * which never waits on a FIFO planted there; temporaries are new files
+ * (O_EXCL), never whatever lay at their name.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <linux/openat2.h>
@@ -55,10 +63,89 @@ struct translog {
 	uint64_t committed;    /* size of the published checkpoint */
 	uint8_t *bundle;       /* the entries of level 0's partial tile */
 	size_t bundle_len;
-	char *why;
-	size_t why_size;
+	char reason[512];      /* why it is broken, or why open failed */
 	struct sync_set sync;
 };
+
+static int fail(struct translog *t, int r, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(struct translog *t, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(t->reason, sizeof(t->reason), fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+/* The directory @path beneath the log directory @dfd ("." for itself),
+ * never through a symbolic link or "..": @flags O_PATH or O_RDONLY. */
+static int dir_open_beneath(int dfd, const char *path, int flags)
+{
+	struct open_how how = { .flags = (uint64_t)(flags | O_DIRECTORY | O_CLOEXEC),
+				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS };
+	int fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* The directory that holds @path ("." for the top). */
+static void dir_of(const char *path, char dir[TLOG_MAX_PATH])
+{
+	const char *slash = strrchr(path, '/');
+
+	snprintf(dir, TLOG_MAX_PATH, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+}
+
+/* The directory of @path, beneath @dfd, and its last component in
+ * *@ret_name, for the *at() calls that reach the file itself. */
+static int parent_open(int dfd, const char *path, const char **ret_name)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[TLOG_MAX_PATH];
+
+	dir_of(path, dir);
+	*ret_name = slash ? slash + 1 : path;
+	return dir_open_beneath(dfd, dir, O_PATH);
+}
+
+/* The file @path beneath @dfd, a regular file (regular_file_openat()):
+ * -ENOENT, -ELOOP (a link), -EINVAL (not a regular file), -errno. */
+static int file_open_beneath(int dfd, const char *path, int flags, mode_t mode)
+{
+	_cleanup_(closep) int pfd = -1;
+	const char *name;
+
+	pfd = parent_open(dfd, path, &name);
+	if (pfd < 0)
+		return pfd;
+	return regular_file_openat(pfd, name, flags, mode);
+}
+
+/* unlinkat() of @path beneath @dfd: 0 or -errno. */
+static int unlink_beneath(int dfd, const char *path, int flags)
+{
+	_cleanup_(closep) int pfd = -1;
+	const char *name;
+
+	pfd = parent_open(dfd, path, &name);
+	if (pfd < 0)
+		return pfd;
+	return unlinkat(pfd, name, flags) < 0 ? -errno : 0;
+}
+
+/* A new temporary file @name in the directory @pfd.  Whatever lay at the
+ * name (a crashed write's, or a FIFO or link someone planted) is removed
+ * first, and the file made O_EXCL: the write lands in a new file and
+ * never waits on, nor writes through, anything else. */
+static int tmp_create(int pfd, const char *name)
+{
+	if (unlinkat(pfd, name, 0) < 0 && errno != ENOENT)
+		return -errno;
+	return regular_file_openat(pfd, name, O_WRONLY | O_CREAT | O_EXCL, 0644);
+}
 
 static void sync_file(struct sync_set *ss, int fd)
 {
@@ -73,21 +160,20 @@ static void sync_file(struct sync_set *ss, int fd)
 
 static int fsync_dir(int dfd, const char *path)
 {
-	_cleanup_(closep) int fd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_(closep) int fd = dir_open_beneath(dfd, path, O_RDONLY);
 
-	if (fd < 0 || fsync(fd) < 0)
-		return -errno;
-	return 0;
+	if (fd < 0)
+		return fd;
+	return fsync(fd) < 0 ? -errno : 0;
 }
 
 /* The directory that holds @path ("." for the top). */
 static void sync_parent(struct sync_set *ss, int dfd, const char *path)
 {
-	const char *slash = strrchr(path, '/');
 	char dir[TLOG_MAX_PATH];
 	int r;
 
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+	dir_of(path, dir);
 	for (size_t i = 0; i < ss->n_dirs; i++)
 		if (strcmp(ss->dirs[i], dir) == 0)
 			return;
@@ -153,43 +239,48 @@ static int make_parents(struct translog *t, const char *path)
 /* Write @path whole (NAME.tmp, renamed), to be synced by the commit. */
 static int write_at(struct translog *t, const char *path, const void *data, size_t len)
 {
+	_cleanup_(closep) int pfd = -1, fd = -1;
 	char tmp[TLOG_MAX_PATH + 8];
-	_cleanup_(closep) int fd = -1;
-	int dfd = t->dfd, r;
+	const char *name;
+	int r;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0 && errno == ENOENT) {
+	pfd = parent_open(t->dfd, path, &name);
+	if (pfd == -ENOENT) {
 		/* A new tile directory: a few per 256 leaves. */
 		r = make_parents(t, path);
 		if (r < 0)
 			return r;
-		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+		pfd = parent_open(t->dfd, path, &name);
 	}
+	if (pfd < 0)
+		return pfd;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", name);
+	fd = tmp_create(pfd, tmp);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	r = write_full(fd, data, len);
 	if (r < 0)
 		return r;
-	if (renameat(dfd, tmp, dfd, path) < 0)
+	if (renameat(pfd, tmp, pfd, name) < 0)
 		return -errno;
 	sync_file(&t->sync, TAKE_FD(fd));
-	sync_parent(&t->sync, dfd, path);
+	sync_parent(&t->sync, t->dfd, path);
 	return 0;
 }
 
-/* All of @path, exactly @len bytes, into @buf. */
+/* All of @path, exactly @len bytes, into @buf: -EBADMSG if it is of
+ * another size, else file_open_beneath()'s errors. */
 static int read_exact_at(int dfd, const char *path, void *buf, size_t len)
 {
-	_cleanup_(closep) int fd = openat(dfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	_cleanup_(closep) int fd = file_open_beneath(dfd, path, O_RDONLY, 0);
 	struct stat st;
 	ssize_t n;
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode) || (size_t)st.st_size != len)
+	if ((size_t)st.st_size != len)
 		return -EBADMSG;
 	n = read_full(fd, buf, len);
 	if (n < 0)
@@ -214,21 +305,26 @@ static int on_full(int level, uint64_t index, const uint8_t *hashes, void *userd
 	return tile_write(level, index, 0, hashes, TLOG_TILE_BYTES, t);
 }
 
-static int fail(struct translog *t, int r, const char *fmt, const char *arg)
+/* A file of the log that could not be read: -EBADMSG and why, if it is
+ * missing or not a regular file (the directory disagrees with its
+ * checkpoint), else the error. */
+static int file_failed(struct translog *t, int r, const char *path, const char *missing)
 {
-	if (t->why)
-		snprintf(t->why, t->why_size, fmt, arg);
-	return r;
+	if (r == -ENOENT || r == -EBADMSG)
+		return fail(t, -EBADMSG, "%s: %s", path, missing);
+	if (r == -EINVAL || r == -ELOOP)
+		return fail(t, -EBADMSG, "%s: not a regular file", path);
+	return fail(t, r, "%s: %s", path, strerror(-r));
 }
 
-/* The partial tiles and entry bundle of a tree of t->committed leaves. */
-static int load_tiles(struct translog *t)
+/* The partial tiles of a tree of @size leaves, into t->tree. */
+static int load_tiles(struct translog *t, uint64_t size)
 {
 	char path[TLOG_MAX_PATH];
 	int r;
 
 	memset(&t->tree, 0, sizeof(t->tree));
-	t->tree.size = t->committed;
+	t->tree.size = size;
 	for (unsigned level = 0; level < TLOG_LEVELS; level++) {
 		unsigned w = tlog_tree_width(&t->tree, level);
 
@@ -237,44 +333,81 @@ static int load_tiles(struct translog *t)
 		tlog_tile_path(path, (int)level, tlog_tree_tile_index(&t->tree, level), w);
 		r = read_exact_at(t->dfd, path, t->tree.partial[level], w * TLOG_HASH_LEN);
 		if (r < 0)
-			return fail(t, r == -EBADMSG || r == -ENOENT ? -EBADMSG : r,
-				    "%s: missing or of the wrong size", path);
+			return file_failed(t, r, path, "missing or of the wrong size");
 	}
 	tlog_tree_load(&t->tree);
 	return 0;
 }
 
+/*
+ * The @len bytes of the bundle in t->bundle, entry by entry: each within
+ * TLOG_MAX_ENTRY (tlog_bundle_next()), hashing to its leaf in level 0's
+ * partial tile, and an entry (tlog_entry_parse()) whose index is its
+ * place, leaf @first + n.  The tiles' hashes alone would take any bytes
+ * (issue 27: 64 entries of 65,535 bytes, which translog_append() then
+ * wrote past).
+ */
+static int check_bundle(struct translog *t, const char *path, size_t len, uint64_t first,
+			unsigned w)
+{
+	struct tlog_entry_view v;
+	uint8_t h[TLOG_HASH_LEN];
+	const uint8_t *e;
+	size_t pos = 0, elen;
+	unsigned n = 0;
+	int r;
+
+	while ((r = tlog_bundle_next(t->bundle, len, &pos, &e, &elen)) > 0) {
+		if (n >= w)
+			return fail(t, -EBADMSG, "%s: more than %u entries", path, w);
+		tlog_leaf_hash(e, elen, h);
+		if (memcmp(h, t->tree.partial[0] + n * TLOG_HASH_LEN, TLOG_HASH_LEN) != 0)
+			return fail(t, -EBADMSG, "%s: entries disagree with the tiles", path);
+		r = tlog_entry_parse(e, elen, &v);
+		if (r == -ENOMEM)
+			return r;
+		if (r < 0)
+			return fail(t, -EBADMSG, "%s: entry %u is not a log entry", path, n);
+		if (v.index != first + n)
+			return fail(t, -EBADMSG, "%s: entry %u says index %llu, not %llu", path, n,
+				    (unsigned long long)v.index, (unsigned long long)(first + n));
+		n++;
+	}
+	if (r < 0 || n != w)
+		return fail(t, -EBADMSG, "%s: cut short, or an entry over %u bytes", path,
+			    TLOG_MAX_ENTRY);
+	return 0;
+}
+
+/* The entry bundle of level 0's partial tile, into t->bundle: no more
+ * bytes than its W entries can take, so that the buffer keeps room for
+ * the next 256 - W that translog_append() adds. */
 static int load_bundle(struct translog *t)
 {
-	unsigned w = tlog_tree_width(&t->tree, 0), n = 0;
-	char path[TLOG_MAX_PATH];
+	unsigned w = tlog_tree_width(&t->tree, 0);
+	size_t cap = (size_t)w * (2 + TLOG_MAX_ENTRY);
 	_cleanup_(closep) int fd = -1;
-	const uint8_t *e;
-	size_t pos = 0, len;
+	char path[TLOG_MAX_PATH];
+	uint64_t index = tlog_tree_tile_index(&t->tree, 0);
 	ssize_t got;
 	int r;
 
 	t->bundle_len = 0;
 	if (!w)
 		return 0;
-	tlog_tile_path(path, TLOG_LEVEL_ENTRIES, tlog_tree_tile_index(&t->tree, 0), w);
-	fd = openat(t->dfd, path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	tlog_tile_path(path, TLOG_LEVEL_ENTRIES, index, w);
+	fd = file_open_beneath(t->dfd, path, O_RDONLY, 0);
 	if (fd < 0)
-		return fail(t, errno == ENOENT ? -EBADMSG : -errno, "%s: missing", path);
-	got = read_full(fd, t->bundle, BUNDLE_MAX);
+		return file_failed(t, fd, path, "missing");
+	got = read_full(fd, t->bundle, cap + 1);
 	if (got < 0)
-		return (int)got;
-	while ((r = tlog_bundle_next(t->bundle, got, &pos, &e, &len)) > 0) {
-		uint8_t h[TLOG_HASH_LEN];
-
-		tlog_leaf_hash(e, len, h);
-		if (n >= w || memcmp(h, t->tree.partial[0] + n * TLOG_HASH_LEN, TLOG_HASH_LEN))
-			return fail(t, -EBADMSG, "%s: entries disagree with the tiles", path);
-		n++;
-	}
-	if (r < 0 || n != w)
-		return fail(t, -EBADMSG, "%s: cut short", path);
-	t->bundle_len = got;
+		return file_failed(t, (int)got, path, "missing");
+	if ((size_t)got > cap)
+		return fail(t, -EBADMSG, "%s: larger than %u entries can be", path, w);
+	r = check_bundle(t, path, (size_t)got, index * TLOG_TILE_WIDTH, w);
+	if (r < 0)
+		return r;
+	t->bundle_len = (size_t)got;
 	return 0;
 }
 
@@ -284,7 +417,7 @@ static int unlink_tile(int dfd, int level, uint64_t index, unsigned width)
 	char path[TLOG_MAX_PATH];
 
 	tlog_tile_path(path, level, index, width);
-	return unlinkat(dfd, path, 0) == 0;
+	return unlink_beneath(dfd, path, 0) == 0;
 }
 
 /* Remove the partial tiles of (@level, @index) wider than @keep (their
@@ -299,7 +432,7 @@ static int remove_partials(int dfd, int level, uint64_t index, unsigned keep)
 
 	tlog_tile_path(path, level, index, 1);
 	path[strlen(path) - 2] = '\0'; /* "N.p" */
-	pfd = openat(dfd, path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	pfd = dir_open_beneath(dfd, path, O_RDONLY);
 	if (pfd < 0)
 		return 0;
 	d = fdopendir(pfd);
@@ -318,7 +451,7 @@ static int remove_partials(int dfd, int level, uint64_t index, unsigned keep)
 	}
 	closedir(d);
 	if (!keep)
-		found |= unlinkat(dfd, path, AT_REMOVEDIR) == 0;
+		found |= unlink_beneath(dfd, path, AT_REMOVEDIR) == 0;
 	return found;
 }
 
@@ -342,85 +475,144 @@ static void cut_tail(struct translog *t)
 	}
 }
 
-static int verify_checkpoint(struct translog *t, const char *note, char **ret_text)
+/* "checkpoint" as it is on disk, in a new string; NULL if there is none. */
+static int read_checkpoint(struct translog *t, char **ret)
 {
+	_cleanup_(closep) int fd = regular_file_openat(t->dfd, "checkpoint", O_RDONLY, 0);
+	_cleanup_(freep) char *note = NULL;
+	ssize_t n;
+
+	*ret = NULL;
+	if (fd == -ENOENT)
+		return 0;
+	if (fd < 0)
+		return file_failed(t, fd, "checkpoint", "missing");
+	note = calloc(1, NOTE_MAX + 1);
+	if (!note)
+		return -ENOMEM;
+	n = read_full(fd, note, NOTE_MAX);
+	if (n < 0)
+		return file_failed(t, (int)n, "checkpoint", "missing");
+	*ret = TAKE_PTR(note);
+	return 0;
+}
+
+/*
+ * Once a checkpoint is published, the directory must hold that one, or
+ * @candidate, the one the commit that just failed signed, if its rename
+ * got through: a tree this daemon grew from the published one itself.
+ * Anything else is a history changed under the running daemon, even a
+ * checkpoint the log key signed: an older checkpoint's files put back and
+ * one commit made to fail rolled the log back (issue 27).  The log then
+ * stays broken and signs nothing until the published checkpoint is back.
+ */
+static int check_held(struct translog *t, const char *note, const char *candidate)
+{
+	if (!t->checkpoint)
+		return 0; /* at open: nothing published yet */
+	if (note && (strcmp(note, t->checkpoint) == 0 || (candidate && strcmp(note, candidate) == 0)))
+		return 0;
+	return fail(t, -ESTALE,
+		    "checkpoint: %s the one this daemon published (%llu entries): the log directory "
+		    "was changed under it; not signing until that checkpoint is back",
+		    note ? "not" : "missing, not", (unsigned long long)t->committed);
+}
+
+/*
+ * The size and root of @note, which the log key signed.  A one-time key
+ * (ephemeral) cannot have signed an earlier run's checkpoint: it takes an
+ * unsigned one only for the empty tree.  It never continues a history it
+ * did not sign: whoever can write the directory would choose that history
+ * (issue 27: entries past TLOG_MAX_ENTRY, under a checkpoint nobody
+ * signed); a restart with such a key needs an empty directory.
+ */
+static int checkpoint_open(struct translog *t, const char *note, uint64_t *ret_size,
+			   uint8_t ret_root[TLOG_HASH_LEN])
+{
+	_cleanup_(freep) char *text = NULL, *origin = NULL;
 	struct note_verifier v = { 0 };
+	bool unsigned_ok = false;
 	int r;
 
 	r = note_verifier_parse(t->vkey, &v);
 	if (r < 0)
 		return r;
-	r = note_open(note, &v, ret_text);
+	r = note_open(note, &v, &text);
 	note_verifier_done(&v);
-	if (r < 0 && r != -ENOMEM && t->ephemeral) {
-		/* A one-time key cannot have signed an earlier run's
-		 * checkpoint: take its text as it is. */
+	if (r < 0 && r != -ENOMEM && t->ephemeral && !t->checkpoint) {
 		const char *end = strstr(note, "\n\n");
 
-		*ret_text = end ? strndup(note, end - note + 1) : NULL;
-		return *ret_text ? 0 : -EBADMSG;
+		text = end ? strndup(note, end - note + 1) : NULL;
+		r = text ? 0 : -EBADMSG;
+		unsigned_ok = true;
 	}
-	return r;
-}
-
-/* Read "checkpoint" back: its size and root, and the tiles under it. */
-static int load(struct translog *t)
-{
-	_cleanup_(freep) char *note = NULL, *text = NULL, *origin = NULL;
-	uint8_t root[TLOG_HASH_LEN], want[TLOG_HASH_LEN];
-	size_t len;
-	int r, fd;
-
-	fd = openat(t->dfd, "checkpoint", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT) {
-		t->committed = 0;
-		return load_tiles(t);
-	}
-	if (fd < 0)
-		return -errno;
-	note = calloc(1, NOTE_MAX + 1);
-	r = note ? (int)read_full(fd, note, NOTE_MAX) : -ENOMEM;
-	close(fd);
-	if (r < 0)
-		return r;
-	len = (size_t)r;
-	note[len] = '\0';
-	r = verify_checkpoint(t, note, &text);
 	if (r < 0)
 		return fail(t, r, "checkpoint: %s", r == -EKEYREJECTED || r == -ENOKEY ?
 			    "not signed by this log key" : "malformed");
-	r = tlog_checkpoint_parse(text, &origin, &t->committed, want);
+	r = tlog_checkpoint_parse(text, &origin, ret_size, ret_root);
 	if (r < 0)
 		return fail(t, r, "checkpoint: %s", "malformed");
 	if (strcmp(origin, t->origin) != 0)
 		return fail(t, -EXDEV, "checkpoint: the log of another origin, %s", origin);
-	r = load_tiles(t);
-	if (r < 0)
-		return r;
-	tlog_tree_root(&t->tree, root);
-	if (memcmp(root, want, TLOG_HASH_LEN) != 0)
-		return fail(t, -EBADMSG, "%s", "the tiles do not hash to the checkpoint's root");
-	t->checkpoint = TAKE_PTR(note);
+	if (unsigned_ok && *ret_size > 0)
+		return fail(t, -EKEYREJECTED,
+			    "checkpoint: a log of %llu entries, which a one-time log key (--log-key "
+			    "ephemeral) never continues: give the log key that signed it, or an "
+			    "empty directory", (unsigned long long)*ret_size);
 	return 0;
 }
 
-/* Back to the last published checkpoint: on open and after a failure. */
-static int reload(struct translog *t)
+/*
+ * Read the directory back: "checkpoint", the partial tiles it covers (they
+ * must hash to its root) and the entry bundle.  The published state
+ * (t->committed, t->checkpoint) changes only when all of it holds
+ * together; t->tree and t->bundle are undefined otherwise.
+ */
+static int load(struct translog *t, const char *candidate)
+{
+	_cleanup_(freep) char *note = NULL;
+	uint8_t root[TLOG_HASH_LEN], want[TLOG_HASH_LEN];
+	uint64_t size = 0;
+	int r;
+
+	r = read_checkpoint(t, &note);
+	if (r >= 0)
+		r = check_held(t, note, candidate);
+	if (r >= 0 && note)
+		r = checkpoint_open(t, note, &size, want);
+	if (r >= 0)
+		r = load_tiles(t, size);
+	if (r < 0)
+		return r;
+	tlog_tree_root(&t->tree, root);
+	if (note && memcmp(root, want, TLOG_HASH_LEN) != 0)
+		return fail(t, -EBADMSG, "%s", "the tiles do not hash to the checkpoint's root");
+	r = load_bundle(t);
+	if (r < 0)
+		return r;
+	t->committed = size;
+	if (note) {
+		free(t->checkpoint);
+		t->checkpoint = TAKE_PTR(note);
+	}
+	return 0;
+}
+
+/* Back to the published checkpoint (or @candidate: check_held()): on open
+ * and after a failure.  Until one succeeds the log is broken: appends and
+ * commits fail, and t->reason says why. */
+static int reload(struct translog *t, const char *candidate)
 {
 	int r;
 
-	free(t->checkpoint);
-	t->checkpoint = NULL;
-	t->broken = false;
 	sync_drop(&t->sync);
-	r = load(t);
-	if (r >= 0)
-		r = load_bundle(t);
-	if (r >= 0)
-		cut_tail(t);
-	else
-		t->broken = true; /* commits fail until a reload succeeds */
-	return r;
+	r = load(t, candidate);
+	t->broken = r < 0;
+	if (r < 0)
+		return r;
+	t->reason[0] = '\0';
+	cut_tail(t);
+	return 0;
 }
 
 /* The signed checkpoint of the tree as it is now, in "checkpoint.tmp":
@@ -439,9 +631,9 @@ static int sign_checkpoint(struct translog *t, char **ret)
 	r = note_sign(body, t->origin, t->key, &note);
 	if (r < 0)
 		return r;
-	fd = openat(t->dfd, "checkpoint.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	fd = tmp_create(t->dfd, "checkpoint.tmp");
 	if (fd < 0)
-		return -errno;
+		return fd;
 	r = write_full(fd, note, strlen(note));
 	if (r < 0)
 		return r;
@@ -503,13 +695,14 @@ int translog_commit_sync(struct translog_commit *c)
 	return r;
 }
 
-/* Back to the last published checkpoint after a failed commit. */
-static int undo(struct translog *t, int r)
+/* Back to the last published checkpoint after a failed commit (or to
+ * @candidate, the checkpoint it signed, if that reached the disk). */
+static int undo(struct translog *t, int r, const char *candidate)
 {
 	int r2;
 
 	sync_drop(&t->sync);
-	r2 = reload(t);
+	r2 = reload(t, candidate);
 	return r2 < 0 ? r2 : r;
 }
 
@@ -531,8 +724,9 @@ int translog_commit_end(struct translog *t, struct translog_commit *c, int r)
 {
 	t->committing = false;
 	if (r < 0) {
+		r = undo(t, r, c->note);
 		commit_free(c);
-		return undo(t, r);
+		return r;
 	}
 	free(t->checkpoint);
 	t->checkpoint = TAKE_PTR(c->note);
@@ -589,7 +783,7 @@ int translog_commit_begin(struct translog *t, struct translog_commit **ret)
 	if (r >= 0)
 		r = stage(t, ret);
 	if (r < 0)
-		return undo(t, r);
+		return undo(t, r, NULL);
 	t->committing = true;
 	return 1;
 }
@@ -608,7 +802,7 @@ int translog_abort(struct translog *t)
 {
 	if (t->committing)
 		return -EBUSY;
-	return translog_pending(t) ? reload(t) : 0;
+	return translog_pending(t) ? reload(t, NULL) : 0;
 }
 
 bool translog_pending(const struct translog *t)
@@ -631,6 +825,13 @@ int translog_append(struct translog *t, struct tlog_entry *e, uint64_t *ret_inde
 	r = tlog_entry_format(e, &entry, &len);
 	if (r < 0)
 		return r;
+	/* The bound of the copy below, checked here whatever was loaded: the
+	 * buffer holds 256 entries of TLOG_MAX_ENTRY, load_bundle() at most
+	 * 255 of them. */
+	if (len > TLOG_MAX_ENTRY || 2 + len > BUNDLE_MAX - t->bundle_len) {
+		t->broken = true;
+		return fail(t, -EOVERFLOW, "tile/entries: the bundle is past its bound");
+	}
 	tlog_leaf_hash(entry, len, leaf);
 	t->bundle[t->bundle_len] = len >> 8;
 	t->bundle[t->bundle_len + 1] = len & 0xff;
@@ -650,23 +851,25 @@ int translog_append(struct translog *t, struct tlog_entry *e, uint64_t *ret_inde
 	return 0;
 }
 
-static int open_dir(const char *dir, int *ret)
+/* The log directory, made if missing, opened once: the daemon's own, and
+ * neither group nor others may write it (they could plant or swap its
+ * files: private_dir_open()), and locked. */
+static int open_dir(struct translog *t, const char *dir)
 {
+	struct stat st = { 0 };
 	int fd;
 
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return -errno;
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		return fail(t, -errno, "%s", strerror(errno));
+	fd = private_dir_open(dir, &st);
 	if (fd < 0)
-		return -errno;
+		return fail(t, fd, "%s", private_dir_refusal(fd, &st) ?: strerror(-fd));
+	t->dfd = fd;
 	/* One writer: a second daemon on the same directory would append
 	 * its own leaves at the same indices, a fork of its own making. */
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		int r = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		close(fd);
-		return r;
-	}
-	*ret = fd;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK ? fail(t, -EBUSY, "%s", "in use by another modsignd") :
+					      fail(t, -errno, "%s", strerror(errno));
 	return 0;
 }
 
@@ -680,25 +883,24 @@ int translog_open(const char *dir, EVP_PKEY *key, bool ephemeral, const char *or
 		EVP_PKEY_free(key);
 		return -ENOMEM;
 	}
-	*t = (struct translog){ .dfd = -1, .key = key, .ephemeral = ephemeral,
-				.why = why, .why_size = why_size };
-	if (why_size)
-		why[0] = '\0';
+	*t = (struct translog){ .dfd = -1, .key = key, .ephemeral = ephemeral };
 	t->origin = strdup(origin);
 	t->bundle = malloc(BUNDLE_MAX);
 	r = t->origin && t->bundle ? 0 : -ENOMEM;
 	if (r >= 0)
 		r = note_vkey(origin, key, &t->vkey);
 	if (r >= 0)
-		r = open_dir(dir, &t->dfd);
+		r = open_dir(t, dir);
 	if (r >= 0)
-		r = reload(t);
+		r = reload(t, NULL);
 	/* The empty tree's, so that there always is one; with a one-time
-	 * key, the last one again, signed by this run's key. */
+	 * key, the empty tree's again (checkpoint_open()), signed by this
+	 * run's key. */
 	if (r >= 0 && (!t->checkpoint || ephemeral))
 		r = publish(t);
-	t->why = NULL;
 	if (r < 0) {
+		if (why_size)
+			snprintf(why, why_size, "%s", t->reason[0] ? t->reason : strerror(-r));
 		translog_free(t);
 		return r;
 	}
@@ -727,8 +929,6 @@ static bool tile_covered(int level, uint64_t index, unsigned width, uint64_t siz
 int translog_read(struct translog *t, const char *path, uint64_t offset, uint8_t *buf,
 		  size_t max, size_t *ret_len, uint64_t *ret_size)
 {
-	struct open_how how = { .flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
-				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS };
 	_cleanup_(closep) int fd = -1;
 	struct stat st;
 	uint64_t index;
@@ -742,13 +942,14 @@ int translog_read(struct translog *t, const char *path, uint64_t offset, uint8_t
 	 * cuts it back if its sync fails; as if it were not there yet. */
 	if (!tile_covered(level, index, width, t->committed))
 		return -ENOENT;
-	fd = (int)syscall(SYS_openat2, t->dfd, path, &how, sizeof(how));
+	/* Never waits on a FIFO planted at a tile: the event loop reads. */
+	fd = file_open_beneath(t->dfd, path, O_RDONLY, 0);
+	if (fd == -EINVAL)
+		return -ENOENT; /* not a regular file: no tile */
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -ENOENT;
 	if (offset >= (uint64_t)st.st_size) {
 		*ret_len = 0;
 	} else {
@@ -774,6 +975,13 @@ const char *translog_vkey(const struct translog *t)
 uint64_t translog_size(const struct translog *t)
 {
 	return t->committed;
+}
+
+const char *translog_broken(const struct translog *t)
+{
+	if (!t->broken)
+		return NULL;
+	return t->reason[0] ? t->reason : "a commit failed and the log could not be read back";
 }
 
 void translog_free(struct translog *t)

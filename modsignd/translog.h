@@ -10,14 +10,21 @@
  * appended as jobs complete, translog_commit() writes their tiles and
  * the new checkpoint to "checkpoint.tmp", makes them durable together
  * (each file and directory it changed), then renames it to "checkpoint"
- * and syncs the directory; only then may the signatures leave.  A commit that fails is undone by reloading the state
- * of the last published checkpoint, as a restart does.
+ * and syncs the directory; only then may the signatures leave.  A commit
+ * that fails is undone by reading the directory back, as a restart does,
+ * but only as far as the checkpoint the daemon published (or the one the
+ * failed commit signed, if it reached the disk): another one, even an
+ * older one the log key signed, leaves the log broken (translog_broken())
+ * until the published one is back, so that it is never rolled back.
  *
  * On open the directory is read back: the checkpoint, the partial tiles
  * it names and the partial entry bundle must agree with it (else the log
- * refuses to start: something it published is gone or changed); anything
- * past it (the torn tail of a commit that a crash interrupted: its
- * signatures were never released) is removed.  Never logs.
+ * refuses to start: something it published is gone or changed), each
+ * entry of the bundle an entry of at most TLOG_MAX_ENTRY bytes whose index
+ * is its place; anything past it (the torn tail of a commit that a crash
+ * interrupted: its signatures were never released) is removed.  Every file
+ * is reached from the directory's descriptor, never through a link, and
+ * must be a regular file (a FIFO is refused, never waited on).  Never logs.
  */
 
 #include <openssl/evp.h>
@@ -31,11 +38,15 @@ struct translog;
 /*
  * Open or create the log in @dir (created mode 0755 if missing) with the
  * Ed25519 @key (taken: freed with the log, also on failure) under
- * @origin.  @ephemeral: the key was made at start, so an existing
- * checkpoint cannot carry its signature and is taken as it is; otherwise
- * it must verify with @key (-EKEYREJECTED).  Other errors: -EBADMSG (the
- * directory disagrees with its checkpoint, reason in @why), -EXDEV (the
- * checkpoint has another origin), -errno.
+ * @origin.  @dir must be the caller's own and writable by neither group
+ * nor others (-EPERM), not a symbolic link (-ENOTDIR).  An existing
+ * checkpoint must verify with @key (-EKEYREJECTED); with @ephemeral (the
+ * key was made at start) it cannot, and only the empty tree's is taken:
+ * a one-time key never continues a log it did not sign (-EKEYREJECTED).
+ * Other errors: -EBADMSG (the directory disagrees with its checkpoint),
+ * -EXDEV (the checkpoint has another origin), -EBUSY (another daemon holds
+ * it), -errno.  On failure @why says why in a few words, for a message
+ * "DIR: WHY".
  */
 int translog_open(const char *dir, EVP_PKEY *key, bool ephemeral, const char *origin,
 		  struct translog **ret, char *why, size_t why_size);
@@ -69,13 +80,21 @@ int translog_commit_end(struct translog *t, struct translog_commit *c, int r);
  * gone and the log is as its last checkpoint says. */
 int translog_commit(struct translog *t);
 
-/* Drop the pending entries (their signatures will not be released). */
+/* Drop the pending entries (their signatures will not be released); a
+ * broken log is read back (0 if it works again). */
 int translog_abort(struct translog *t);
 
 /* The signed checkpoint last published, and the log's verifier key. */
 const char *translog_checkpoint(const struct translog *t);
 const char *translog_vkey(const struct translog *t);
 uint64_t translog_size(const struct translog *t);
+
+/* NULL while the log works; once a failed commit could not be undone
+ * (the directory no longer holds the published checkpoint, a tile is
+ * gone), why: appends and commits fail until a reload (translog_abort(),
+ * or a failed commit's) finds the published checkpoint and its tiles
+ * again. */
+const char *translog_broken(const struct translog *t);
 
 /*
  * Read up to @max bytes from @offset of the tile @path (a name that

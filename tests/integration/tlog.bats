@@ -94,7 +94,7 @@ assert json.dumps(o,separators=(",",":"),ensure_ascii=False).encode()==d' log/ti
 	signed 2
 	run python3 - "$T/sock" <<'PY'
 import json, socket, struct, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
 req = json.dumps({"v": 1, "id": 7, "op": "sign", "hash": "sha256", "digest": "00" * 32, "module": "x.ko"}).encode()
 s.sendall(struct.pack(">I", len(req)) + req)
 n = struct.unpack(">I", s.recv(4))[0]
@@ -192,11 +192,12 @@ PY
 
 @test "tlog-checkpoint-other-key" {
 	signed 2
-	# The same log re-signed by a key that is not the log's.
+	# A log of the same origin signed by a key that is not the log's.
 	stop_daemon "$DAEMON_PID"
-	cp -a log log2
+	openssl genpkey -algorithm ed25519 -out other.pem 2>/dev/null && chmod 600 other.pem
 	start_daemon "$T/sock2" --key default=ephemeral:rsa2048 --transparency-log "$T/log2" \
-		--log-key ephemeral --log-origin example.org/modsign-test
+		--log-key "$T/other.pem" --log-origin example.org/modsign-test
+	MODSIGN_SERVER=unix:$T/sock2 "$C" sign "${MODS[@]:0:2}"
 	run lv --dir log2
 	assert_failure
 	assert_output --partial "not signed by example.org/modsign-test"
@@ -439,7 +440,7 @@ batch_stopped() {
 log_get() {
 	python3 - "$T/sock" "$@" <<'PY'
 import json, socket, struct, sys
-s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
 for p in sys.argv[2:]:
     req = json.dumps({"v": 1, "id": 7, "op": "log", "path": p}).encode()
     s.sendall(struct.pack(">I", len(req)) + req)
@@ -527,8 +528,11 @@ proofs OK 5"
 	command -v go >/dev/null || skip "golang-go not installed (tests/install-deps.sh)"
 	signed 1
 	stop_daemon "$DAEMON_PID"
+	# A new log (a one-time key starts only an empty one) of the origin.
+	rm -rf log
 	start_daemon "$T/sock" --key default=ephemeral:rsa2048 --transparency-log "$T/log" \
 		--log-key ephemeral --log-origin example.org/modsign-test
+	"$C" sign "${MODS[0]}"
 	run go_check log "$(cat vkey)"
 	assert_failure
 	assert_output --partial "no verifiable signatures"
@@ -565,4 +569,142 @@ proofs OK 5"
 	run lv --dir log "${MODS[1]}"
 	assert_failure
 	assert_output --partial "${MODS[1]}: NOT in the log"
+}
+
+# ---- what the daemon loads from its directory (issue 27) -------------------------
+
+# plant_unsigned DIR N SIZE: a log of N entries of SIZE bytes, with the
+# tiles that hash to them, under a checkpoint nobody signed: issue 27's.
+plant_unsigned() {
+	python3 - "$@" example.org/modsign-test <<'PY'
+import base64, hashlib, os, sys
+d, n, size, origin = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+es = [(b'{"index":%d}' % i).ljust(size, b' ') for i in range(n)]
+leaves = [hashlib.sha256(b'\0' + e).digest() for e in es]
+def mth(h):
+    if len(h) == 1: return h[0]
+    k = 1
+    while k << 1 < len(h): k <<= 1
+    return hashlib.sha256(b'\1' + mth(h[:k]) + mth(h[k:])).digest()
+for t in ('0', 'entries'): os.makedirs(f'{d}/tile/{t}/000.p', exist_ok=True)
+open(f'{d}/tile/0/000.p/{n}', 'wb').write(b''.join(leaves))
+open(f'{d}/tile/entries/000.p/{n}', 'wb').write(b''.join(len(e).to_bytes(2, 'big') + e for e in es))
+root = base64.b64encode(mth(leaves)).decode()
+open(f'{d}/checkpoint', 'w').write(f'{origin}\n{n}\n{root}\n\n\u2014 {origin} AAAAAA==\n')
+PY
+}
+
+# modsignd_run DIR [LOG-KEY]: the daemon started on DIR in the foreground,
+# given 10 s to refuse (a daemon that starts is killed then).
+modsignd_run() {
+	timeout 10 "$MODSIGND" --listen "unix:$T/sock" --key default=ephemeral:rsa2048 \
+		--transparency-log "$1" --log-key "${2:-$T/log.pem}" --log-origin example.org/modsign-test
+}
+
+# Row 51: 64 entries of 65,535 bytes (TLOG_MAX_ENTRY is 16 KiB) under an
+# unsigned checkpoint: a one-time key took it, and the fourth signature
+# wrote past the entry bundle (ASan: heap-buffer-overflow in
+# translog_append).  Refused at start now.
+@test "tlog-ephemeral-key-refuses-crafted-log" {
+	plant_unsigned "$T/log" 64 65535
+	run modsignd_run "$T/log" ephemeral
+	assert_failure
+	assert_output --partial "transparency log $T/log: checkpoint: a log of 64 entries, which a one-time log key (--log-key ephemeral) never continues"
+}
+
+# Row 52: the decision for one-time keys: a log they did not sign is never
+# continued, their own earlier run's included (its key is gone).
+@test "tlog-ephemeral-key-restart-on-its-log-refused" {
+	start_daemon "$T/sock" --key default=ephemeral:rsa2048 --transparency-log "$T/log" \
+		--log-key ephemeral --log-origin example.org/modsign-test
+	"$C" sign "${MODS[0]}"
+	stop_daemon "$DAEMON_PID"
+	run modsignd_run "$T/log" ephemeral
+	assert_failure
+	assert_output --partial "a log of 1 entries, which a one-time log key (--log-key ephemeral) never continues"
+	# Twin: a one-time key in an empty directory logs and is audited.
+	rm -rf log
+	start_daemon "$T/sock" --key default=ephemeral:rsa2048 --transparency-log "$T/log" \
+		--log-key ephemeral --log-origin example.org/modsign-test
+	"$C" sign "${MODS[@]:0:2}"
+	run "$C" log verify "${MODS[@]:0:2}"
+	assert_success
+	assert_output --partial "OK, 2 entries"
+}
+
+# Row 53: a log directory that group or others may write, or another
+# user's: whoever can write it chooses what the daemon loads.
+@test "tlog-group-writable-dir-refused" {
+	signed 1
+	stop_daemon "$DAEMON_PID"
+	chmod 0775 log
+	run modsignd_run "$T/log"
+	assert_failure
+	assert_output --partial "transparency log $T/log: group or others may write it (chmod go-w)"
+	chmod 0755 log && chown nobody log
+	run modsignd_run "$T/log"
+	assert_failure
+	assert_output --partial "transparency log $T/log: not owned by the daemon's own user"
+	# Twin: the daemon's own 0755 directory goes on.
+	chown "$(id -u)" log
+	tlog_daemon
+	"$C" sign "${MODS[1]}"
+	run lv --dir log "${MODS[@]:0:2}"
+	assert_success
+}
+
+# Row 54: an older checkpoint's files put back while the daemon runs, and
+# one commit made to fail: its reload continued from the older tree, and
+# "log verify" said a released module was NOT in the log.
+@test "tlog-rollback-without-restart-refused" {
+	signed 1
+	cp log/checkpoint old
+	"$C" sign "${MODS[1]}"
+	cp log/checkpoint published
+	cp old log/checkpoint
+	mkdir log/tile/0/000.p/3.tmp # where the next commit writes: it fails
+	run "$C" sign "${MODS[2]}"
+	assert_failure
+	assert_output --partial "transparency log unavailable"
+	rmdir log/tile/0/000.p/3.tmp
+	run "$C" sign "${MODS[2]}"
+	assert_failure
+	assert_output --partial "transparency log unavailable"
+	grep -q "checkpoint: not the one this daemon published (2 entries)" modsignd.log
+	[ "$("$C" log checkpoint | sed -n 2p)" = 2 ]
+	# Twin: the published checkpoint back, the log goes on from it.
+	cp published log/checkpoint
+	"$C" sign "${MODS[2]}"
+	run lv --dir log "${MODS[@]:0:3}"
+	assert_success
+	assert_output --partial "OK, 3 entries"
+}
+
+# Row 55: a FIFO at a tile the checkpoint covers stopped the event loop
+# in open(2) when a client asked for it ("log"); one at the checkpoint
+# hung the start.  Refused at once now.
+@test "tlog-fifo-at-tile-refused-at-once" {
+	signed 3
+	rm log/tile/entries/000.p/3 && mkfifo log/tile/entries/000.p/3
+	run log_get tile/entries/000.p/3 tile/0/000.p/3
+	assert_line "tile/entries/000.p/3 no such tile"
+	# Twin: the other tiles are served, and the daemon signs on.
+	assert_line "tile/0/000.p/3 96"
+	run timeout 20 "$C" sign "${MODS[3]}"
+	assert_success
+}
+
+@test "tlog-fifo-at-checkpoint-refused-at-start" {
+	signed 1
+	stop_daemon "$DAEMON_PID"
+	mv log/checkpoint cp && mkfifo log/checkpoint
+	run modsignd_run "$T/log"
+	assert_failure
+	assert_output --partial "transparency log $T/log: checkpoint: not a regular file"
+	# Twin: the checkpoint back, the daemon starts and continues.
+	rm log/checkpoint && mv cp log/checkpoint
+	tlog_daemon
+	"$C" sign "${MODS[1]}"
+	run lv --dir log "${MODS[@]:0:2}"
+	assert_success
 }

@@ -250,6 +250,25 @@ static void test_bundle(void)
 	CHECK_EQ("tlog bundle cut short", tlog_bundle_next(b, 3, &pos, &e, &n), -EBADMSG);
 }
 
+/* The length prefix can say 65,535: past TLOG_MAX_ENTRY it is refused
+ * (issue 27: the daemon's buffer holds 256 entries of that bound). */
+static void test_bundle_bound(void)
+{
+	static uint8_t b[2 + TLOG_MAX_ENTRY + 1];
+	const uint8_t *e;
+	size_t pos = 0, n = 0;
+
+	b[0] = (TLOG_MAX_ENTRY + 1) >> 8;
+	b[1] = (TLOG_MAX_ENTRY + 1) & 0xff;
+	CHECK_EQ("tlog bundle entry of TLOG_MAX_ENTRY + 1 refused",
+		 tlog_bundle_next(b, sizeof(b), &pos, &e, &n), -EBADMSG);
+	b[0] = TLOG_MAX_ENTRY >> 8;
+	b[1] = TLOG_MAX_ENTRY & 0xff;
+	pos = 0;
+	CHECK("tlog bundle twin: entry of TLOG_MAX_ENTRY taken",
+	      tlog_bundle_next(b, sizeof(b) - 1, &pos, &e, &n) == 1 && n == TLOG_MAX_ENTRY);
+}
+
 /* golang.org/x/mod/sumdb/note's example_test.go. */
 static void test_note_go_vector(void)
 {
@@ -368,6 +387,7 @@ int main(void)
 	test_path_parse();
 	test_checkpoint();
 	test_bundle();
+	test_bundle_bound();
 	test_note_go_vector();
 	test_note_other_key();
 	return unit_summary("tlog");
