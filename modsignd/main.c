@@ -284,9 +284,13 @@ static int setup(struct daemon *d)
 	r = options_reload_allow(&d->opt, &d->policy);
 	if (r >= 0)
 		r = setup_tls(d);
-	if (r >= 0)
+	/* Not for --check-config: run by the operator, not as the daemon's
+	 * user (a dynamic one), it would find their directories another
+	 * user's, or not yet made (the unit makes them at start), and would
+	 * create the audit log as itself. */
+	if (r >= 0 && !d->opt.check_config)
 		r = setup_audit(d);
-	if (r >= 0)
+	if (r >= 0 && !d->opt.check_config)
 		r = setup_metrics(d);
 	if (r >= 0)
 		r = setup_translog(d);

@@ -637,3 +637,17 @@ rotate_to() {
 	assert_equal "$(grep -c '"result":"ok"' d/audit.jsonl)" 1
 	assert_equal "$(grep -c '"result":"ok"' d/audit.jsonl.1)" 1
 }
+
+# --check-config runs as the operator, not as the daemon's (dynamic) user,
+# before the unit makes the directories: it leaves them to the start and
+# creates nothing in them.
+@test "twin-check-config-leaves-file-dirs-to-start" {
+	mkdir -m 0755 d
+	chown nobody d
+	: >empty.conf
+	run "$MODSIGND" --config empty.conf --key default=ephemeral:ecdsa-p256 --check-config \
+		--audit-log "$T/d/audit.jsonl" --metrics-file "$T/nodir/modsignd.prom"
+	assert_success
+	# twin-check-config-creates-no-audit-log
+	[ ! -e d/audit.jsonl ]
+}
