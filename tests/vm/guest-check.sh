@@ -86,7 +86,10 @@ metrics_readable() {
 	eventually 10 test -s $M/modsignd.prom || fail "no $M/modsignd.prom"
 	[ "$(stat -c %u:%a $M)" = "$uid:755" ] || fail "$M: $(stat -c %u:%a $M), daemon uid $uid"
 	[ "$(stat -c %a $M/modsignd.prom)" = 644 ] || fail "mode $(stat -c %a $M/modsignd.prom)"
-	runuser -u nobody -- grep '^modsignd_signatures_issued_total{key="default"} [1-9]' $M/modsignd.prom
+	# The count of the signature just made: the file is rewritten every 5 s.
+	eventually 15 runuser -u nobody -- grep -q '^modsignd_signatures_issued_total{key="default"} [1-9]' \
+		$M/modsignd.prom ||
+		fail "as nobody: $(runuser -u nobody -- grep -m1 -e issued_total -e denied $M/modsignd.prom 2>&1)"
 }
 check metrics-file-readable-by-others metrics_readable
 check metrics-dir-not-writable-by-others sh -c "! runuser -u nobody -- touch $M/planted"
@@ -336,7 +339,8 @@ check purge-keeps-group-in-use getent group modsign
 # alone, and the purge says where.
 audit_log_kept() {
 	local d
-	d=$(sed -n 's/^modsignd: purge keeps the audit log: //p' purge-with-member.out)
+	# (apt ends the lines of maintainer scripts with CR LF)
+	d=$(tr -d '\r' <purge-with-member.out | sed -n 's/^modsignd: purge keeps the audit log: //p')
 	[ -n "$d" ] || fail "purge did not say where the audit log went"
 	[ "$(stat -c %U:%a "$d")" = root:700 ] || fail "$d: $(stat -c %U:%a "$d")"
 	[ "$(find "$d" ! -user root | wc -l)" = 0 ] || fail "$d: files not root's"
