@@ -258,6 +258,18 @@ int regular_file_openat(int dirfd, const char *name, int flags, mode_t mode)
 	return TAKE_FD(fd);
 }
 
+const char *regular_file_refusal(int r)
+{
+	switch (r) {
+	case -ELOOP:
+		return "a symbolic link (not followed)";
+	case -EINVAL:
+		return "not a regular file (a FIFO, socket or device is never used)";
+	default:
+		return NULL;
+	}
+}
+
 int private_dir_open(const char *path, struct stat *ret_st)
 {
 	_cleanup_(closep) int fd = -1;
@@ -285,6 +297,32 @@ const char *private_dir_refusal(int r, const struct stat *st)
 	default:
 		return NULL;
 	}
+}
+
+int private_dir_of(const char *file, char **ret_dir, const char **ret_name,
+		   struct stat *ret_st)
+{
+	const char *slash = strrchr(file, '/');
+	const char *name = slash ? slash + 1 : file;
+	_cleanup_(freep) char *dir = NULL;
+	_cleanup_(freep) char *real = NULL;
+
+	*ret_dir = NULL;
+	*ret_name = name;
+	if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return -EISDIR;
+	dir = !slash ? strdup(".") : strndup(file, slash == file ? 1 : (size_t)(slash - file));
+	if (!dir)
+		return -ENOMEM;
+	/* Links on the way are resolved before the open: systemd's
+	 * DynamicUser= makes /var/log/modsignd a link to private/modsignd.
+	 * That gives nothing away: what is checked is the directory opened,
+	 * and a link can only lead to one that passes the same checks. */
+	real = realpath(dir, NULL);
+	*ret_dir = TAKE_PTR(dir);
+	if (!real)
+		return -errno;
+	return private_dir_open(real, ret_st);
 }
 
 int owned_file_open(const char *path, mode_t forbidden, struct stat *ret_st)

@@ -153,6 +153,9 @@ int secret_file_read(const char *path, size_t max, struct stat *ret_st,
  * or fstat (-ELOOP: a symlink); -EINVAL if it is not a regular file.
  */
 int regular_file_openat(int dirfd, const char *name, int flags, mode_t mode);
+/* Why regular_file_openat() refused, for a message "NAME: WHY" (-ELOOP,
+ * -EINVAL); NULL if @r is not one of its own refusals. */
+const char *regular_file_refusal(int r);
 
 /*
  * Open the directory @path, which holds what only the caller may write (an
@@ -169,6 +172,18 @@ int private_dir_open(const char *path, struct stat *ret_st);
  * from its return @r and the *@st it filled; NULL if @r is not one of its
  * own refusals. */
 const char *private_dir_refusal(int r, const struct stat *st);
+/*
+ * The directory that holds @file (a path to a file the caller writes:
+ * "/var/log/modsignd/audit.jsonl"), opened by private_dir_open() after its
+ * symbolic links are resolved, for a caller that reaches @file by
+ * descriptor and name from then on.  *@ret_name points into @file at its
+ * last component; *@ret_dir is the directory as given (".": none), for
+ * messages, allocated even on failure (NULL only on -ENOMEM), the
+ * caller's to free.  Returns the fd, or private_dir_open()'s -errno,
+ * realpath()'s, or -EISDIR when @file names no file ("dir/", "..").
+ */
+int private_dir_of(const char *file, char **ret_dir, const char **ret_name,
+		   struct stat *ret_st);
 
 /*
  * Milliseconds of CLOCK_MONOTONIC, from an arbitrary start: for deadlines

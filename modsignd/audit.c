@@ -41,7 +41,8 @@ struct log_file {
 };
 
 struct audit {
-	char *path;
+	int dirfd;     /* the log's directory, opened once at start; -1: none */
+	char *name;    /* the log's name in it */
 	struct log_file f;
 	bool dirty;    /* records written since the last sync */
 	bool journal;  /* running under systemd: structured entries */
@@ -413,21 +414,23 @@ static void refusals_flush(struct audit *a)
 
 /* ---- life cycle ----------------------------------------------------------- */
 
-int audit_new(const char *path, struct audit **ret)
+int audit_new(int dirfd, const char *name, struct audit **ret)
 {
 	struct audit *a = calloc(1, sizeof(*a));
 	int r;
 
 	if (!a)
 		return -ENOMEM;
-	a->f.fd = -1;
+	a->f.fd = a->dirfd = -1;
 	a->journal = getenv("JOURNAL_STREAM") || getenv("INVOCATION_ID");
-	if (path && !(a->path = strdup(path))) {
+	if (dirfd >= 0 && !(a->name = strdup(name))) {
 		free(a);
 		return -ENOMEM;
 	}
+	a->dirfd = dirfd;
 	r = audit_reopen(a);
 	if (r < 0) {
+		a->dirfd = -1; /* still the caller's */
 		audit_free(a);
 		return r;
 	}
@@ -441,12 +444,16 @@ int audit_reopen(struct audit *a)
 	struct log_file next;
 	int r;
 
-	if (!a->path)
+	if (a->dirfd < 0)
 		return 0;
-	/* Read as well as append: a torn last record is found by reading. */
-	fd = open(a->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+	/* Read as well as append: a torn last record is found by reading.
+	 * By name in the directory opened at start, never by path (a
+	 * rotation must not move the log elsewhere), and never anything but
+	 * a regular file: a FIFO put there would take the records away, or
+	 * stop the event loop once its pipe is full. */
+	fd = regular_file_openat(a->dirfd, a->name, O_RDWR | O_APPEND | O_CREAT, 0640);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	r = open_log(&next, fd);
 	if (r < 0)
 		return r;
@@ -470,6 +477,8 @@ void audit_free(struct audit *a)
 		fdatasync(a->f.fd);
 		close(a->f.fd);
 	}
-	free(a->path);
+	if (a->dirfd >= 0)
+		close(a->dirfd);
+	free(a->name);
 	free(a);
 }

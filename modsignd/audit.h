@@ -51,8 +51,12 @@ struct audit_event {
 
 struct audit;
 
-/* Open the log at @path (NULL: journal/stderr only).  Returns 0 or -errno. */
-int audit_new(const char *path, struct audit **ret);
+/* Open the log @name in the directory @dirfd (-1: journal/stderr only),
+ * a regular file (regular_file_openat()), created mode 0640 if absent.
+ * *@ret owns @dirfd from then on, and reopens @name there on SIGHUP; on
+ * failure @dirfd stays the caller's.  Returns 0 or -errno (-EINVAL: not a
+ * regular file, -ELOOP: a symbolic link). */
+int audit_new(int dirfd, const char *name, struct audit **ret);
 
 /* Append @e to the log file only.  Returns 0, or -errno when the write
  * failed (then nothing of it is left in the file). */
@@ -88,8 +92,9 @@ void audit_tick(struct audit *a);
  * records since the last good sync are cut from the file. */
 int audit_sync(struct audit *a);
 
-/* Reopen the log file (after rotation, on SIGHUP); pending summaries go
- * to the old file first. */
+/* Reopen the log file (after rotation, on SIGHUP) by its name in the
+ * directory opened at start; pending summaries go to the old file first.
+ * On failure (as audit_new()'s) the old file stays in use. */
 int audit_reopen(struct audit *a);
 
 /* Write pending summaries, sync, close; accepts NULL. */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "keyfile.h"
 #include "keys.h"
 #include "log.h"
+#include "metrics.h"
 #include "note.h"
 #include "options.h"
 #include "pkcs11.h"
@@ -24,12 +26,14 @@
 #include "server.h"
 #include "tls.h"
 #include "translog.h"
+#include "util.h"
 
 struct daemon {
 	struct options opt;
 	struct keystore keys;
 	struct policy policy;
 	struct audit *audit;
+	struct metrics *metrics;
 	struct translog *translog;
 	SSL_CTX *tls;
 	struct server *server;
@@ -212,6 +216,62 @@ static int open_listeners(struct daemon *d)
 	return r;
 }
 
+/* The directory of a file the daemon writes (the audit log, the metrics
+ * file), opened once, here, and used by descriptor from then on: one line
+ * "DIR: why" when it is not the daemon's own or others may write it. */
+static int open_file_dir(const char *file, const char **ret_name)
+{
+	_cleanup_(freep) char *dir = NULL;
+	struct stat st;
+	const char *why;
+	int fd = private_dir_of(file, &dir, ret_name, &st);
+
+	if (fd >= 0)
+		return fd;
+	if (!dir || fd == -EISDIR)
+		return log_error_errno(fd, "%s: %m", file);
+	why = private_dir_refusal(fd, &st);
+	if (why)
+		return log_error_errno(fd, "%s: %s", dir, why);
+	return log_error_errno(fd, "%s: %m", dir);
+}
+
+static int setup_audit(struct daemon *d)
+{
+	const char *name = NULL, *why;
+	int dirfd = -1, r;
+
+	if (d->opt.audit_log && (dirfd = open_file_dir(d->opt.audit_log, &name)) < 0)
+		return dirfd;
+	r = audit_new(dirfd, name, &d->audit);
+	if (r >= 0)
+		return 0;
+	if (dirfd >= 0)
+		close(dirfd);
+	why = regular_file_refusal(r);
+	if (why)
+		return log_error_errno(r, "audit log %s: %s", d->opt.audit_log, why);
+	return log_error_errno(r, "audit log %s: %m", d->opt.audit_log);
+}
+
+static int setup_metrics(struct daemon *d)
+{
+	const char *name = NULL;
+	int dirfd, r;
+
+	if (!d->opt.metrics_file)
+		return 0;
+	dirfd = open_file_dir(d->opt.metrics_file, &name);
+	if (dirfd < 0)
+		return dirfd;
+	r = metrics_new(dirfd, name, &d->metrics);
+	if (r < 0) {
+		close(dirfd);
+		return log_error_errno(r, "metrics file %s: %m", d->opt.metrics_file);
+	}
+	return 0;
+}
+
 static int setup(struct daemon *d)
 {
 	int r;
@@ -223,8 +283,14 @@ static int setup(struct daemon *d)
 	r = options_reload_allow(&d->opt, &d->policy);
 	if (r >= 0)
 		r = setup_tls(d);
-	if (r >= 0 && (r = audit_new(d->opt.audit_log, &d->audit)) < 0)
-		log_error_errno(r, "audit log %s: %m", d->opt.audit_log);
+	/* Not for --check-config: run by the operator, not as the daemon's
+	 * user (a dynamic one), it would find their directories another
+	 * user's, or not yet made (the unit makes them at start), and would
+	 * create the audit log as itself. */
+	if (r >= 0 && !d->opt.check_config)
+		r = setup_audit(d);
+	if (r >= 0 && !d->opt.check_config)
+		r = setup_metrics(d);
 	if (r >= 0)
 		r = setup_translog(d);
 	if (r >= 0)
@@ -238,7 +304,9 @@ static int serve(struct daemon *d)
 	int r;
 
 	cfg.tls = d->tls;
+	cfg.audit_log = d->opt.audit_log;
 	cfg.metrics_file = d->opt.metrics_file;
+	cfg.metrics = d->metrics;
 	cfg.reload = reload_policy;
 	cfg.userdata = d;
 	r = server_new(&cfg, &d->keys, &d->policy, d->audit, &d->server);
@@ -285,6 +353,7 @@ int main(int argc, char **argv)
 	keystore_clear(&d.keys); /* one-time keys are destroyed here */
 	policy_clear(&d.policy);
 	audit_free(d.audit);
+	metrics_free(d.metrics);
 	translog_free(d.translog);
 	SSL_CTX_free(d.tls);
 	options_free(&d.opt);

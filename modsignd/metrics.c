@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -37,7 +38,9 @@ static const char *const refusal_names[METRICS_REFUSAL_N_] = {
 };
 
 struct metrics {
-	char *path;
+	int dirfd;   /* the file's directory, opened once at start */
+	char *name;  /* the file's name in it */
+	char *tmp;   /* NAME.tmp: written, then renamed over NAME */
 	uint64_t issued[KEYS_MAX];
 	uint64_t refused[KEYS_MAX + 1][METRICS_REFUSAL_N_]; /* [KEYS_MAX]: unknown */
 	uint64_t bucket[N_BUCKETS + 1];                     /* + Inf */
@@ -45,18 +48,23 @@ struct metrics {
 	uint64_t last_write_ms;
 };
 
-int metrics_new(const char *path, struct metrics **ret)
+int metrics_new(int dirfd, const char *name, struct metrics **ret)
 {
 	struct metrics *m;
 
 	*ret = NULL;
-	if (!path)
+	if (dirfd < 0)
 		return 0;
 	m = calloc(1, sizeof(*m));
-	if (!m || !(m->path = strdup(path))) {
-		free(m);
+	if (!m)
+		return -ENOMEM;
+	m->dirfd = -1;
+	if (!(m->name = strdup(name)) || asprintf(&m->tmp, "%s.tmp", name) < 0) {
+		m->tmp = NULL;
+		metrics_free(m);
 		return -ENOMEM;
 	}
+	m->dirfd = dirfd;
 	*ret = m;
 	return 0;
 }
@@ -65,7 +73,10 @@ void metrics_free(struct metrics *m)
 {
 	if (!m)
 		return;
-	free(m->path);
+	if (m->dirfd >= 0)
+		close(m->dirfd);
+	free(m->name);
+	free(m->tmp);
 	free(m);
 }
 
@@ -243,22 +254,31 @@ static void write_pkcs11_use(FILE *f, const struct keystore *ks)
 	}
 }
 
-static int write_file(const struct metrics *m, const struct keystore *ks, unsigned inflight)
+/*
+ * A new temporary, never one found there: whatever is at NAME.tmp (a
+ * stale one from a crash, or a FIFO planted to stop the event loop at its
+ * open) is unlinked, which never opens it, and O_EXCL then makes a new
+ * file or fails.  Mode 0644 whatever the umask (the unit's UMask=0077):
+ * node_exporter's textfile collector reads it as another user.  The
+ * counters are no secret; the directory, not the file, keeps others out.
+ */
+static int open_tmp(const struct metrics *m)
 {
-	_cleanup_(freep) char *tmp = NULL;
-	FILE *f;
-	int fd, r = 0;
+	_cleanup_(closep) int fd = -1;
 
-	if (asprintf(&tmp, "%s.tmp", m->path) < 0)
-		return -ENOMEM;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0)
+	if (unlinkat(m->dirfd, m->tmp, 0) < 0 && errno != ENOENT)
 		return -errno;
-	f = fdopen(fd, "w");
-	if (!f) {
-		close(fd);
-		return -ENOMEM;
-	}
+	fd = regular_file_openat(m->dirfd, m->tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	if (fd < 0)
+		return fd;
+	if (fchmod(fd, 0644) < 0)
+		return -errno;
+	return TAKE_FD(fd);
+}
+
+static void write_all(FILE *f, const struct metrics *m, const struct keystore *ks,
+		      unsigned inflight)
+{
 	write_counters(f, m, ks);
 	write_latency(f, m);
 	fprintf(f, "# HELP modsignd_requests_in_flight Sign requests queued or being signed.\n"
@@ -266,14 +286,31 @@ static int write_file(const struct metrics *m, const struct keystore *ks, unsign
 		   "modsignd_requests_in_flight %u\n", inflight);
 	write_keys(f, ks);
 	write_pkcs11_use(f, ks);
+}
+
+static int write_file(const struct metrics *m, const struct keystore *ks, unsigned inflight)
+{
+	FILE *f;
+	int fd, r = 0;
+
+	fd = open_tmp(m);
+	if (fd < 0)
+		return fd;
+	f = fdopen(fd, "w");
+	if (!f) {
+		close(fd);
+		unlinkat(m->dirfd, m->tmp, 0);
+		return -ENOMEM;
+	}
+	write_all(f, m, ks, inflight);
 	if (ferror(f))
 		r = -EIO;
 	if (fclose(f) != 0 && r == 0)
 		r = -errno;
-	if (r == 0 && rename(tmp, m->path) < 0)
+	if (r == 0 && renameat(m->dirfd, m->tmp, m->dirfd, m->name) < 0)
 		r = -errno;
 	if (r < 0)
-		unlink(tmp);
+		unlinkat(m->dirfd, m->tmp, 0);
 	return r;
 }
 

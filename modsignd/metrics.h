@@ -9,8 +9,11 @@
  * requests refused by key and reason, a latency histogram, requests in
  * flight, and per key its health and PKCS#11 re-opens.  The file is
  * replaced atomically (a temporary name in its directory, then rename), so
- * a reader never sees half of it.  Called from the event loop only; never
- * logs.
+ * a reader never sees half of it, and is mode 0644 whatever the umask.
+ * The directory is reached by the descriptor opened at start (the daemon's
+ * own: private_dir_of()); nothing in it is ever opened but a file just
+ * made with O_EXCL, so nothing planted there can block the event loop.
+ * Called from the event loop only; never logs.
  */
 
 #include <stdbool.h>
@@ -31,8 +34,11 @@ enum metrics_refusal {
 
 struct metrics;
 
-/* *@ret is NULL when @path is NULL: every call below accepts NULL. */
-int metrics_new(const char *path, struct metrics **ret);
+/* The file @name in the directory @dirfd, which *@ret owns from then on
+ * (metrics_free() closes it; on failure it stays the caller's).  *@ret is
+ * NULL when @dirfd is negative (no metrics file): every call below
+ * accepts NULL. */
+int metrics_new(int dirfd, const char *name, struct metrics **ret);
 void metrics_free(struct metrics *m);
 
 /* Monotonic microseconds, for a request's start. */

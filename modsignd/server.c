@@ -123,7 +123,7 @@ struct server {
 	bool stopping;
 	uint64_t drain_deadline_ms;
 	uint64_t watchdog_usec;
-	struct metrics *metrics; /* NULL: no --metrics-file */
+	struct metrics *metrics; /* NULL: no --metrics-file; cfg's */
 };
 
 static int watch(struct server *s, int fd, uint32_t events, void *ptr)
@@ -1298,7 +1298,8 @@ static void reload(struct server *s)
 		log_error("SIGHUP: keeping the old policy: %s", strerror(-r));
 	r = audit_reopen(s->audit);
 	if (r < 0)
-		log_error("SIGHUP: cannot reopen the audit log: %s", strerror(-r));
+		log_error("SIGHUP: cannot reopen the audit log %s (the old one stays in use): %s",
+			  s->cfg.audit_log ?: "", regular_file_refusal(r) ?: strerror(-r));
 	sd_notify(0, "READY=1");
 }
 
@@ -1528,11 +1529,7 @@ int server_new(const struct server_config *cfg, struct keystore *keys,
 	s->policy = policy;
 	s->audit = audit;
 	s->wq_fd = s->sig_fd = s->syncer_fd = -1;
-	r = metrics_new(cfg->metrics_file, &s->metrics);
-	if (r < 0) {
-		free(s);
-		return r;
-	}
+	s->metrics = cfg->metrics;
 	if (sd_watchdog_enabled(0, &s->watchdog_usec) <= 0)
 		s->watchdog_usec = 0;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -1729,6 +1726,5 @@ void server_free(struct server *s)
 		close(s->sig_fd);
 	if (s->epfd >= 0)
 		close(s->epfd);
-	metrics_free(s->metrics);
 	free(s);
 }

@@ -62,6 +62,8 @@
 /* On SIGTERM, how long in-flight requests get to finish. */
 #define SERVER_DRAIN_TIMEOUT_MS 10000
 
+struct metrics;
+
 struct server_config {
 	unsigned workers;
 	unsigned max_conns;
@@ -71,7 +73,9 @@ struct server_config {
 	unsigned idle_timeout;              /* seconds */
 	mode_t socket_mode;
 	SSL_CTX *tls; /* NULL: no TLS listeners allowed */
-	const char *metrics_file; /* NULL: none (metrics.h) */
+	const char *audit_log;     /* for messages */
+	const char *metrics_file;  /* for messages */
+	struct metrics *metrics;   /* NULL: none (metrics.h); the caller's */
 	/* Called on SIGHUP to re-read the policy in place; may be NULL. */
 	int (*reload)(void *userdata);
 	void *userdata;

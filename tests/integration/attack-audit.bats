@@ -297,7 +297,7 @@ PY
 full_disk() {
 	local f first
 	mkdir full
-	mount -t tmpfs -o size=1m tmpfs full 2>/dev/null || skip "cannot mount tmpfs here"
+	mount -t tmpfs -o size=1m,mode=0755 tmpfs full 2>/dev/null || skip "cannot mount tmpfs here"
 	start_daemon "$T/fsock" --key default=ephemeral:ecdsa-p256 --audit-log "$T/full/audit.jsonl"
 	mkdir fm
 	fresh m.ko

@@ -479,3 +479,175 @@ hup() {
 		"$T/modsignd.log"
 	assert_success
 }
+
+# ---- files the daemon writes: the audit log and the metrics file ------------
+# Their directories are opened once at start and must be the daemon's own,
+# writable by neither group nor others; nothing in them is opened but a
+# regular file.  A FIFO planted at a name the daemon opens must not stop
+# its event loop: it still signs, and SIGTERM still ends it.
+
+# signs_within SECS SOCK: a fresh module signed by the daemon on SOCK within
+# SECS seconds (a blocked event loop does not answer).
+signs_within() {
+	fresh "$T/m-$RANDOM.ko"
+	timeout "$1" "$C" --server "unix:$2" sign "$(ls -t "$T"/m-*.ko | head -n1)"
+}
+
+# stops_within SECS PID: SIGTERM ends the daemon within SECS seconds.
+stops_within() {
+	local end=$(($(date +%s) + $1))
+	kill -TERM "$2"
+	while kill -0 "$2" 2>/dev/null; do
+		[ "$(date +%s)" -le "$end" ] || { kill -KILL "$2"; echo "SIGTERM ignored"; return 1; }
+		sleep 0.1
+	done
+}
+
+@test "metrics-tmp-fifo-does-not-stop-daemon" {
+	mkdir -m 0755 m
+	mkfifo m/modsignd.prom.tmp
+	start_daemon "$T/sock" --key default=ephemeral:ecdsa-p256 --metrics-file "$T/m/modsignd.prom"
+	# Both are tried before either is asserted: a daemon stuck in open()
+	# ignores SIGTERM, and teardown's kill would wait for it for ever.
+	local signed=0 stopped=0
+	signs_within 20 "$T/sock" || signed=$?
+	stops_within 15 "$DAEMON_PID" || stopped=$?
+	# metrics-tmp-fifo-daemon-still-signs
+	assert_equal "$signed" 0
+	# metrics-tmp-fifo-sigterm-stops
+	assert_equal "$stopped" 0
+	# metrics-tmp-fifo-file-written
+	run grep -q '^modsignd_signatures_issued_total{key="default"}' m/modsignd.prom
+	assert_success
+}
+
+@test "twin-metrics-file-0644-under-umask-077" {
+	mkdir -m 0755 m
+	umask 077
+	start_daemon "$T/sock" --key default=ephemeral:ecdsa-p256 --metrics-file "$T/m/modsignd.prom"
+	run signs_within 20 "$T/sock"
+	assert_success
+	# twin-metrics-file-mode-0644 (node_exporter reads it as another user)
+	assert_equal "$(stat -c %a m/modsignd.prom)" 644
+	# twin-metrics-file-readable-by-nobody
+	run setpriv --reuid=nobody --regid=nogroup --clear-groups -- \
+		grep -c '^modsignd_key_up' "$T/m/modsignd.prom"
+	assert_success
+}
+
+# dir_refused WHAT CHANGE WHY: modsignd refuses to start when the directory
+# of its --WHAT file was changed by CHANGE (a shell command on $T/d), in
+# one line "DIR: WHY".
+dir_refused() {
+	local what=$1 change=$2 why=$3
+	mkdir -m 0755 d
+	eval "$change"
+	try_start "$what" --key default=ephemeral:ecdsa-p256 "--$what" "$T/d/f"
+	assert_refused
+	assert_one_line "$T/$what.err"
+	run grep -qF "$T/d: $why" "$T/$what.err"
+	assert_success
+}
+
+@test "metrics-dir-group-writable-refused" {
+	dir_refused metrics-file "chmod 0775 d" "group or others may write it"
+}
+
+@test "metrics-dir-other-writable-sticky-refused" {
+	dir_refused metrics-file "chmod 1777 d" "group or others may write it"
+}
+
+@test "metrics-dir-foreign-owner-refused" {
+	dir_refused metrics-file "chown nobody d" "not owned by the daemon's own user"
+}
+
+@test "audit-dir-group-writable-refused" {
+	dir_refused audit-log "chmod 0775 d" "group or others may write it"
+}
+
+@test "audit-dir-foreign-owner-refused" {
+	dir_refused audit-log "chown nobody d" "not owned by the daemon's own user"
+}
+
+# As systemd's DynamicUser= makes /var/log/modsignd: a link to the
+# daemon's own directory.
+@test "twin-audit-dir-through-symlink-accepted" {
+	mkdir -m 0700 private
+	mkdir -m 0755 private/d
+	ln -s private/d d
+	try_start audit-log --key default=ephemeral:ecdsa-p256 --audit-log "$T/d/audit.jsonl"
+	assert_started audit-log
+	# twin-audit-dir-through-symlink-file-made
+	[ -f private/d/audit.jsonl ]
+}
+
+@test "audit-fifo-at-start-refused" {
+	mkdir -m 0755 d
+	mkfifo d/audit.jsonl
+	try_start audit --key default=ephemeral:ecdsa-p256 --audit-log "$T/d/audit.jsonl"
+	assert_refused
+	assert_one_line "$T/audit.err"
+	run grep -qF "audit log $T/d/audit.jsonl: not a regular file" "$T/audit.err"
+	assert_success
+}
+
+# rotate_to WHAT: the log moved to audit.jsonl.1, WHAT put in its place
+# (a FIFO or nothing), SIGHUP, and the daemon done with its reload.
+rotate_to() {
+	local before
+	before=$(grep -c "policy reloaded" "$T/modsignd.log" || true)
+	mv d/audit.jsonl d/audit.jsonl.1
+	[ "$1" = fifo ] && mkfifo d/audit.jsonl
+	kill -HUP "$DAEMON_PID"
+	run eventually 20 reloaded_since "$before"
+	assert_success
+}
+
+@test "audit-fifo-at-reopen-keeps-old-log" {
+	mkdir -m 0755 d
+	start_daemon "$T/sock" --key default=ephemeral:ecdsa-p256 --audit-log "$T/d/audit.jsonl"
+	run signs_within 20 "$T/sock"
+	assert_success
+	rotate_to fifo
+	local signed=0 stopped=0
+	signs_within 20 "$T/sock" || signed=$?
+	stops_within 15 "$DAEMON_PID" || stopped=$?
+	# audit-fifo-at-reopen-still-signs
+	assert_equal "$signed" 0
+	# audit-fifo-at-reopen-sigterm-stops
+	assert_equal "$stopped" 0
+	# audit-fifo-at-reopen-recorded-in-old-log
+	assert_equal "$(grep -c '"result":"ok"' d/audit.jsonl.1)" 2
+	# audit-fifo-at-reopen-says-why
+	run grep -qF \
+		"cannot reopen the audit log $T/d/audit.jsonl (the old one stays in use): not a regular file" \
+		"$T/modsignd.log"
+	assert_success
+}
+
+@test "twin-audit-rotated-reopened" {
+	mkdir -m 0755 d
+	start_daemon "$T/sock" --key default=ephemeral:ecdsa-p256 --audit-log "$T/d/audit.jsonl"
+	run signs_within 20 "$T/sock"
+	assert_success
+	rotate_to nothing
+	run signs_within 20 "$T/sock"
+	assert_success
+	# twin-audit-rotated-new-log-has-the-new-record
+	assert_equal "$(grep -c '"result":"ok"' d/audit.jsonl)" 1
+	assert_equal "$(grep -c '"result":"ok"' d/audit.jsonl.1)" 1
+}
+
+# --check-config runs as the operator, not as the daemon's (dynamic) user,
+# before the unit makes the directories: it leaves them to the start and
+# creates nothing in them.
+@test "twin-check-config-leaves-file-dirs-to-start" {
+	mkdir -m 0755 d
+	chown nobody d
+	: >empty.conf
+	run "$MODSIGND" --config empty.conf --key default=ephemeral:ecdsa-p256 --check-config \
+		--audit-log "$T/d/audit.jsonl" --metrics-file "$T/nodir/modsignd.prom"
+	assert_success
+	# twin-check-config-creates-no-audit-log
+	[ ! -e d/audit.jsonl ]
+}

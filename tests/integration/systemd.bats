@@ -63,10 +63,17 @@ unit_verifies() {
 }
 
 # The socket's directory is the socket unit's: a RuntimeDirectory= of the
-# service deleted it on every stop (checked for real in tests/vm).
-@test "service-has-no-runtime-directory" {
-	run grep -q '^RuntimeDirectory' "$U/modsignd.service"
-	assert_failure
+# service deleted it on every stop (checked for real in tests/vm).  Only
+# the metrics file's subdirectory is the service's, readable by others.
+@test "service-runtime-directory-is-only-metrics" {
+	run grep -E '^RuntimeDirectory(Mode)?=' "$U/modsignd.service"
+	assert_output $'RuntimeDirectory=modsignd/metrics\nRuntimeDirectoryMode=0755'
+}
+
+# The shipped configuration writes its metrics file there.
+@test "example-config-metrics-in-runtime-directory" {
+	run grep -x 'metrics-file = /run/modsignd/metrics/modsignd.prom' "$REPO/systemd/modsignd.conf.example"
+	assert_success
 }
 
 @test "tls-socket-is-named-tls" {

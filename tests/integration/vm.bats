@@ -54,6 +54,8 @@ guest() {
 @test "vm first-use-activates" { guest first-use-activates; }
 @test "vm default-config-keeps-root" { guest default-config-keeps-root; }
 @test "vm root-tampered-twin-refused" { guest root-tampered-twin-refused; }
+@test "vm metrics-file-readable-by-others" { guest metrics-file-readable-by-others; }
+@test "vm metrics-dir-not-writable-by-others" { guest metrics-dir-not-writable-by-others; }
 @test "vm group-member-signs" { guest group-member-signs; }
 @test "vm outsider-refused-module-untouched" { guest outsider-refused-module-untouched; }
 @test "vm restart-then-signs" { guest restart-then-signs; }
@@ -82,6 +84,7 @@ guest() {
 @test "vm remove-keeps-config" { guest remove-keeps-config; }
 @test "vm purge-with-member" { guest purge-with-member; }
 @test "vm purge-keeps-group-in-use" { guest purge-keeps-group-in-use; }
+@test "vm purge-keeps-audit-log" { guest purge-keeps-audit-log; }
 @test "vm purge-leaves-nothing" { guest purge-leaves-nothing; }
 @test "vm reinstall-after-purge" { guest reinstall-after-purge; }
 @test "vm reinstall-signs" { guest reinstall-signs; }

@@ -617,6 +617,53 @@ static void test_owned_file(void)
 	rmdir(dir);
 }
 
+/* private_dir_of(): the directory of a file path, its links resolved
+ * (DynamicUser='s /var/log/modsignd -> private/modsignd), then checked as
+ * private_dir_open() checks; the name is the path's last component. */
+static void test_private_dir_of(void)
+{
+	char dir[] = "/tmp/modsign-test-dirof-XXXXXX", path[128];
+	char *d = NULL;
+	const char *name = NULL;
+	struct stat st;
+	int fd;
+
+	if (!CHECK("dir_of: directory made", mkdtemp(dir) != NULL))
+		return;
+	snprintf(path, sizeof(path), "%s/private", dir);
+	CHECK("dir_of: private/d and a link to it made",
+	      mkdir(path, 0700) == 0 && (strcat(path, "/d"), mkdir(path, 0755)) == 0 &&
+		      (snprintf(path, sizeof(path), "%s/d", dir), symlink("private/d", path)) == 0);
+	snprintf(path, sizeof(path), "%s/d/audit.jsonl", dir);
+	fd = private_dir_of(path, &d, &name, &st);
+	CHECK("private_dir_of through a link to the daemon's own directory",
+	      fd >= 0 && strcmp(name, "audit.jsonl") == 0 && d && strcmp(d, path) != 0 &&
+		      strncmp(d, path, strlen(d)) == 0);
+	if (fd >= 0)
+		close(fd);
+	free(d);
+	snprintf(path, sizeof(path), "%s/private/d", dir);
+	chmod(path, 0775);
+	snprintf(path, sizeof(path), "%s/d/m.prom", dir);
+	CHECK_EQ("private_dir_of: the link's target group-writable refused",
+		 private_dir_of(path, &d, &name, &st), -EPERM);
+	free(d);
+	snprintf(path, sizeof(path), "%s/none/m.prom", dir);
+	CHECK("private_dir_of a missing directory, named",
+	      private_dir_of(path, &d, &name, &st) == -ENOENT && d && strstr(d, "/none"));
+	free(d);
+	snprintf(path, sizeof(path), "%s/d/", dir);
+	CHECK_EQ("private_dir_of a path naming no file", private_dir_of(path, &d, &name, &st), -EISDIR);
+	free(d);
+	CHECK("private_dir_of a bare name: the current directory",
+	      private_dir_of("x.prom", &d, &name, &st) != -EISDIR && d && strcmp(d, ".") == 0 &&
+		      strcmp(name, "x.prom") == 0);
+	free(d);
+
+	snprintf(path, sizeof(path), "rm -rf '%s'", dir);
+	(void)!system(path);
+}
+
 int main(void)
 {
 	test_hex();
@@ -633,6 +680,7 @@ int main(void)
 	test_split_host_port();
 	test_private_files();
 	test_owned_file();
+	test_private_dir_of();
 	test_keyfile();
 	return unit_summary("test-util");
 }

@@ -75,6 +75,25 @@ check first-use-activates sh -c "$C status && systemctl -q is-active modsignd.se
 check default-config-keeps-root sign_verify root.ko
 check root-tampered-twin-refused tampered_refused root.ko
 
+# The metrics file of the shipped configuration: in the unit's own
+# directory (the daemon's user's, 0755: modsignd refuses one others may
+# write), 0644 under UMask=0077, so that node_exporter (another user)
+# reads it; the twin: nobody may write the directory.
+M=/run/modsignd/metrics
+metrics_readable() {
+	local uid
+	uid=$(sed -n 's/^Uid:\t\([0-9]*\).*/\1/p' "/proc/$(mainpid)/status")
+	eventually 10 test -s $M/modsignd.prom || fail "no $M/modsignd.prom"
+	[ "$(stat -c %u:%a $M)" = "$uid:755" ] || fail "$M: $(stat -c %u:%a $M), daemon uid $uid"
+	[ "$(stat -c %a $M/modsignd.prom)" = 644 ] || fail "mode $(stat -c %a $M/modsignd.prom)"
+	# The count of the signature just made: the file is rewritten every 5 s.
+	eventually 15 runuser -u nobody -- grep -q '^modsignd_signatures_issued_total{key="default"} [1-9]' \
+		$M/modsignd.prom ||
+		fail "as nobody: $(runuser -u nobody -- grep -m1 -e issued_total -e denied $M/modsignd.prom 2>&1)"
+}
+check metrics-file-readable-by-others metrics_readable
+check metrics-dir-not-writable-by-others sh -c "! runuser -u nobody -- touch $M/planted"
+
 # The rest restarts the daemon a dozen times: a 2048-bit one-time key
 # keeps that quick under TCG (the 4096-bit default was made above).
 sed -i 's/^key = default=ephemeral:rsa4096$/key = default=ephemeral:rsa2048/' $CONF
@@ -316,6 +335,18 @@ systemctl daemon-reload
 # builder is still a member: the group stays (the twin of group-removed).
 check purge-with-member apt-get purge -y modsignd modsign-client
 check purge-keeps-group-in-use getent group modsign
+# The audit log outlives the package (the keys may): moved aside, root's
+# alone, and the purge says where.
+audit_log_kept() {
+	local d
+	# (apt ends the lines of maintainer scripts with CR LF)
+	d=$(tr -d '\r' <purge-with-member.out | sed -n 's/^modsignd: purge keeps the audit log: //p')
+	[ -n "$d" ] || fail "purge did not say where the audit log went"
+	[ "$(stat -c %U:%a "$d")" = root:700 ] || fail "$d: $(stat -c %U:%a "$d")"
+	[ "$(find "$d" ! -user root | wc -l)" = 0 ] || fail "$d: files not root's"
+	grep -q '"result":"ok"' "$d/audit.jsonl"
+}
+check purge-keeps-audit-log audit_log_kept
 gone() {
 	local f left=()
 	for f in /etc/modsignd /etc/modsign /var/log/modsignd /var/log/private/modsignd \
