@@ -429,6 +429,60 @@ modsign-client: using unix:$T/sock"
 	all_by rsa.pem.crt
 }
 
+# kbuild's per-module calls (review of dd63b44): one process per module,
+# on the server its path picks; that server refusing it or returning
+# what does not verify failed the module (exit 1, modules_install
+# stopped) though the next server could sign it.
+per_module_all() { # SERVER... : sign-file each module of tree/, exit status of the last failure
+	local m rc=0 a=()
+	for m in "$@"; do a+=(--server "$m"); done
+	for m in $(find tree -name '*.ko' | sort); do
+		"$C" "${a[@]}" sign-file sha256 modsign:default rsa.pem.crt "$m" || rc=$?
+	done
+	return $rc
+}
+
+@test "pool-per-module-member-garbage-fails-over" {
+	fake_member "$T/fake.sock" garbage
+	run timeout "$BOUND" bash -c "$(declare -f per_module_all); C=$C; \
+		per_module_all unix:$T/fake.sock unix:$T/sock"
+	assert_success
+	[ "$(cat fake.asked)" -ge 1 ]
+	all_by rsa.pem.crt
+}
+
+@test "pool-per-module-member-refusing-fails-over" {
+	fake_member "$T/fake.sock" refuse
+	run timeout "$BOUND" bash -c "$(declare -f per_module_all); C=$C; \
+		per_module_all unix:$T/fake.sock unix:$T/sock"
+	assert_success
+	[ "$(cat fake.asked)" -ge 1 ]
+	all_by rsa.pem.crt
+}
+
+@test "pool-twin-per-module-garbage-alone-module-untouched" {
+	# The only server: each module named once, none written, exit 1.
+	fake_member "$T/fake.sock" garbage
+	run timeout "$BOUND" bash -c "$(declare -f per_module_all); C=$C; \
+		per_module_all unix:$T/fake.sock"
+	assert_failure 1
+	assert_equal "${#lines[@]}" 3
+	assert_equal "$(grep -c ': malformed signature from modsignd$' <<<"$output")" 3
+	diff -r pristine tree
+}
+
+@test "pool-twin-per-module-refused-by-every-server-asked-once-each" {
+	# A refusal every server makes stands: each server asked once per
+	# module, no loop, none written.
+	fake_member "$T/fake.sock" refuse
+	run timeout "$BOUND" bash -c "$(declare -f per_module_all); C=$C; \
+		per_module_all unix:$T/fake.sock unix:$T/fake.sock"
+	assert_failure 1
+	assert_equal "$(cat fake.asked)" 6
+	assert_equal "$(grep -c 'modsignd refused: module .* not allowed for this client$' <<<"$output")" 6
+	diff -r pristine tree
+}
+
 @test "pool-members-silent-at-cert-cost-one-stall-not-one-each" {
 	# Review of dd63b44: the `cert` replies were read one after the
 	# other, each read with a stall timeout of its own: two silent
