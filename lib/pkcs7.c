@@ -212,6 +212,19 @@ static bool form_is_bare(CMS_ContentInfo *cms, CMS_SignerInfo *si)
 	return bare;
 }
 
+/* The signer named as asked: by subjectKeyIdentifier (sign-file -k), or
+ * by issuer and serial number. */
+static bool signer_id_is(CMS_SignerInfo *si, bool use_keyid)
+{
+	ASN1_OCTET_STRING *keyid = NULL;
+	X509_NAME *issuer = NULL;
+	ASN1_INTEGER *sno = NULL;
+
+	if (CMS_SignerInfo_get0_signer_id(si, &keyid, &issuer, &sno) != 1)
+		return false;
+	return use_keyid ? keyid != NULL : issuer != NULL && sno != NULL;
+}
+
 int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
 			int fd, size_t body_len, const char **ret_hash)
 {
@@ -234,7 +247,8 @@ int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
 }
 
 int pkcs7_verify_digest(const uint8_t *der, size_t der_len, X509 *cert,
-			const struct digest *md, const uint8_t *digest, size_t digest_len)
+			const struct digest *md, const uint8_t *digest, size_t digest_len,
+			bool use_keyid)
 {
 	_cleanup_(CMS_ContentInfo_freep) CMS_ContentInfo *cms = NULL;
 	const struct digest *used;
@@ -251,7 +265,7 @@ int pkcs7_verify_digest(const uint8_t *der, size_t der_len, X509 *cert,
 	 * attributes, which the kernel would parse (one it cannot parse
 	 * fails the module at load) and which would make the module differ
 	 * from sign-file's byte for byte. */
-	if (!form_is_bare(cms, si))
+	if (!form_is_bare(cms, si) || !signer_id_is(si, use_keyid))
 		return -EBADMSG;
 	r = verify_raw(cert, digest_evp(md), digest, digest_len, si);
 	ERR_clear_error();

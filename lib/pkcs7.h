@@ -55,9 +55,11 @@ int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
  * The same checks over a digest already made with @md (a signature just
  * returned for it): -ENOPKG also when the signature is not made with @md,
  * -EBADMSG also when it is not the daemon's form (certificates, CRLs or
- * unsigned attributes inside).
+ * unsigned attributes inside) or names its signer otherwise than asked
+ * (@use_keyid: by subjectKeyIdentifier; else by issuer and serial).
  */
 int pkcs7_verify_digest(const uint8_t *der, size_t der_len, X509 *cert,
-			const struct digest *md, const uint8_t *digest, size_t digest_len);
+			const struct digest *md, const uint8_t *digest, size_t digest_len,
+			bool use_keyid);
 
 #endif

@@ -239,7 +239,8 @@ static int reply_signature(const struct sign_opts *o, const struct item *it,
 		return -EBADMSG;
 	if (!o->cert)
 		return -ENOKEY; /* nothing to check it with: never written */
-	r = pkcs7_verify_digest(sig, len, o->cert, o->md, it->digest, it->digest_len);
+	r = pkcs7_verify_digest(sig, len, o->cert, o->md, it->digest, it->digest_len,
+				o->use_keyid);
 	if (r < 0)
 		return r;
 	*ret_sig = TAKE_PTR(sig);

@@ -455,7 +455,7 @@ static void test_reply_forms(void)
 	    sign_buf(&rsa, md, data, DATA_LEN, false, &der, &len) < 0)
 		return (void)CHECK("pkcs7 reply setup", false);
 	CHECK_EQ("pkcs7 reply as the daemon makes it verifies over the digest",
-		 pkcs7_verify_digest(der, len, rsa.cert, md, dg, dg_len), 0);
+		 pkcs7_verify_digest(der, len, rsa.cert, md, dg, dg_len, false), 0);
 
 	/* sha256WithRSAEncryption as the signature algorithm: OpenSSL
 	 * verifies it, the kernel's pkcs7_sig_note_pkey_algo() takes
@@ -465,7 +465,7 @@ static void test_reply_forms(void)
 	CHECK("pkcs7 reply sha256WithRSAEncryption valid to OpenSSL",
 	      alt && openssl_verifies(alt, alt_len, rsa.cert, data, DATA_LEN));
 	CHECK_EQ("pkcs7 reply sha256WithRSAEncryption -> EBADMSG",
-		 alt ? pkcs7_verify_digest(alt, alt_len, rsa.cert, md, dg, dg_len) : -ENOMEM,
+		 alt ? pkcs7_verify_digest(alt, alt_len, rsa.cert, md, dg, dg_len, false) : -ENOMEM,
 		 -EBADMSG);
 	expect_verify("pkcs7 module sha256WithRSAEncryption -> EBADMSG", alt, alt_len, rsa.cert,
 		      -EBADMSG);
@@ -473,8 +473,17 @@ static void test_reply_forms(void)
 	CHECK_EQ("pkcs7 reply rsaEncryption re-encoded builds",
 		 with_sig_alg(der, len, NID_rsaEncryption, &alt, &alt_len), 0);
 	CHECK_EQ("pkcs7 reply rsaEncryption re-encoded verifies",
-		 alt ? pkcs7_verify_digest(alt, alt_len, rsa.cert, md, dg, dg_len) : -ENOMEM, 0);
+		 alt ? pkcs7_verify_digest(alt, alt_len, rsa.cert, md, dg, dg_len, false) : -ENOMEM, 0);
 	OPENSSL_free(TAKE_PTR(alt));
+	CHECK_EQ("pkcs7 reply by issuer+serial when the keyid was asked -> EBADMSG",
+		 pkcs7_verify_digest(der, len, rsa.cert, md, dg, dg_len, true), -EBADMSG);
+	OPENSSL_free(TAKE_PTR(der));
+	if (sign_buf(&rsa, md, data, DATA_LEN, true, &der, &len) < 0)
+		return (void)CHECK("pkcs7 reply keyid setup", false);
+	CHECK_EQ("pkcs7 reply by keyid as asked verifies",
+		 pkcs7_verify_digest(der, len, rsa.cert, md, dg, dg_len, true), 0);
+	CHECK_EQ("pkcs7 reply by keyid when issuer+serial was asked -> EBADMSG",
+		 pkcs7_verify_digest(der, len, rsa.cert, md, dg, dg_len, false), -EBADMSG);
 	OPENSSL_free(TAKE_PTR(der));
 
 	/* The certificate inside: not the form the daemon sends (PROTOCOL.md,
@@ -485,12 +494,12 @@ static void test_reply_forms(void)
 	CHECK("pkcs7 reply with the certificate inside valid to OpenSSL",
 	      der && openssl_verifies(der, len, rsa.cert, data, DATA_LEN));
 	CHECK_EQ("pkcs7 reply with the certificate inside -> EBADMSG",
-		 der ? pkcs7_verify_digest(der, len, rsa.cert, md, dg, dg_len) : -ENOMEM,
+		 der ? pkcs7_verify_digest(der, len, rsa.cert, md, dg, dg_len, false) : -ENOMEM,
 		 -EBADMSG);
 	free(TAKE_PTR(der));
 	CHECK_EQ("pkcs7 reply sign-file's own form verifies over the digest",
 		 signfile(&rsa, EVP_sha256(), data, DATA_LEN, 0, NULL, &der, &len) == 0 && der
-			 ? pkcs7_verify_digest(der, len, rsa.cert, md, dg, dg_len)
+			 ? pkcs7_verify_digest(der, len, rsa.cert, md, dg, dg_len, false)
 			 : -ENOMEM,
 		 0);
 	free(TAKE_PTR(der));
@@ -500,12 +509,12 @@ static void test_reply_forms(void)
 	    sign_buf(&ec, digest_lookup("sha384"), data, DATA_LEN, true, &der, &len) < 0)
 		return (void)CHECK("pkcs7 reply ecdsa setup", false);
 	CHECK_EQ("pkcs7 reply ecdsa verifies over the digest",
-		 pkcs7_verify_digest(der, len, ec.cert, digest_lookup("sha384"), dg, dg_len), 0);
+		 pkcs7_verify_digest(der, len, ec.cert, digest_lookup("sha384"), dg, dg_len, true), 0);
 	CHECK_EQ("pkcs7 reply ecdsa id-ecPublicKey as the algorithm builds",
 		 with_sig_alg(der, len, NID_X9_62_id_ecPublicKey, &alt, &alt_len), 0);
 	CHECK_EQ("pkcs7 reply ecdsa id-ecPublicKey -> EBADMSG",
 		 alt ? pkcs7_verify_digest(alt, alt_len, ec.cert, digest_lookup("sha384"), dg,
-					   dg_len)
+					   dg_len, true)
 		     : -ENOMEM,
 		 -EBADMSG);
 	OPENSSL_free(alt);
