@@ -136,15 +136,38 @@ static int verify_raw(X509 *cert, const EVP_MD *md, const uint8_t *digest,
 	return 0;
 }
 
+/*
+ * The signature algorithm the kernel's pkcs7_sig_note_pkey_algo() takes
+ * for @cert's key: rsaEncryption for RSA (not sha256WithRSAEncryption,
+ * which OpenSSL verifies and the kernel refuses, "Unsupported pkey
+ * algo"), ecdsa-with-SHA* for EC.
+ */
+static bool kernel_sig_alg(const X509_ALGOR *alg, X509 *cert)
+{
+	EVP_PKEY *pub = X509_get0_pubkey(cert);
+	int nid = OBJ_obj2nid(alg->algorithm);
+
+	if (!pub)
+		return false;
+	if (EVP_PKEY_is_a(pub, "RSA"))
+		return nid == NID_rsaEncryption;
+	if (EVP_PKEY_is_a(pub, "EC"))
+		return nid == NID_ecdsa_with_SHA1 || nid == NID_ecdsa_with_SHA224 ||
+		       nid == NID_ecdsa_with_SHA256 || nid == NID_ecdsa_with_SHA384 ||
+		       nid == NID_ecdsa_with_SHA512;
+	return false;
+}
+
 /* Parse @der and check everything but the signature value: one signer,
- * @cert's, no signed attributes, a hash we accept (*@ret_md). */
+ * @cert's, no signed attributes, a hash we accept (*@ret_md), a signature
+ * algorithm the kernel takes. */
 static int open_signer(const uint8_t *der, size_t der_len, X509 *cert,
 		       CMS_ContentInfo **ret_cms, CMS_SignerInfo **ret_si,
 		       const struct digest **ret_md, const char **ret_hash)
 {
 	_cleanup_(CMS_ContentInfo_freep) CMS_ContentInfo *cms = NULL;
 	const unsigned char *p = der;
-	X509_ALGOR *digalg = NULL;
+	X509_ALGOR *digalg = NULL, *sigalg = NULL;
 	CMS_SignerInfo *si;
 	const struct digest *md;
 	int r;
@@ -157,7 +180,7 @@ static int open_signer(const uint8_t *der, size_t der_len, X509 *cert,
 	r = parse_signed_data(cms, &si);
 	if (r < 0)
 		return r;
-	CMS_SignerInfo_get0_algs(si, NULL, NULL, &digalg, NULL);
+	CMS_SignerInfo_get0_algs(si, NULL, NULL, &digalg, &sigalg);
 	/* OpenSSL's long names are the lower-case "sha256" we use. */
 	md = digest_lookup(OBJ_nid2ln(OBJ_obj2nid(digalg->algorithm)));
 	if (ret_hash)
@@ -168,10 +191,38 @@ static int open_signer(const uint8_t *der, size_t der_len, X509 *cert,
 		return -EPROTO;
 	if (CMS_SignerInfo_cert_cmp(si, cert) != 0)
 		return -ENOKEY;
+	if (!sigalg || !kernel_sig_alg(sigalg, cert))
+		return -EBADMSG;
 	*ret_si = si;
 	*ret_md = md;
 	*ret_cms = TAKE_PTR(cms);
 	return 0;
+}
+
+/* No certificates, CRLs or unsigned attributes. */
+static bool form_is_bare(CMS_ContentInfo *cms, CMS_SignerInfo *si)
+{
+	STACK_OF(X509) *certs = CMS_get1_certs(cms);
+	STACK_OF(X509_CRL) *crls = CMS_get1_crls(cms);
+	bool bare = sk_X509_num(certs) <= 0 && sk_X509_CRL_num(crls) <= 0 &&
+		    CMS_unsigned_get_attr_count(si) < 0;
+
+	sk_X509_pop_free(certs, X509_free);
+	sk_X509_CRL_pop_free(crls, X509_CRL_free);
+	return bare;
+}
+
+/* The signer named as asked: by subjectKeyIdentifier (sign-file -k), or
+ * by issuer and serial number. */
+static bool signer_id_is(CMS_SignerInfo *si, bool use_keyid)
+{
+	ASN1_OCTET_STRING *keyid = NULL;
+	X509_NAME *issuer = NULL;
+	ASN1_INTEGER *sno = NULL;
+
+	if (CMS_SignerInfo_get0_signer_id(si, &keyid, &issuer, &sno) != 1)
+		return false;
+	return use_keyid ? keyid != NULL : issuer != NULL && sno != NULL;
 }
 
 int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
@@ -196,7 +247,8 @@ int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
 }
 
 int pkcs7_verify_digest(const uint8_t *der, size_t der_len, X509 *cert,
-			const struct digest *md, const uint8_t *digest, size_t digest_len)
+			const struct digest *md, const uint8_t *digest, size_t digest_len,
+			bool use_keyid)
 {
 	_cleanup_(CMS_ContentInfo_freep) CMS_ContentInfo *cms = NULL;
 	const struct digest *used;
@@ -208,6 +260,13 @@ int pkcs7_verify_digest(const uint8_t *der, size_t der_len, X509 *cert,
 		return r;
 	if (used != md)
 		return -ENOPKG;
+	/* A server's reply is what the daemon makes (sign-file's
+	 * CMS_NOCERTS): no certificates or CRLs inside, no unsigned
+	 * attributes, which the kernel would parse (one it cannot parse
+	 * fails the module at load) and which would make the module differ
+	 * from sign-file's byte for byte. */
+	if (!form_is_bare(cms, si) || !signer_id_is(si, use_keyid))
+		return -EBADMSG;
 	r = verify_raw(cert, digest_evp(md), digest, digest_len, si);
 	ERR_clear_error();
 	return r;

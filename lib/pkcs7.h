@@ -38,7 +38,9 @@ int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const struct digest *md,
  * Verify a module signature by the kernel's rules against @cert, hashing
  * the first @body_len bytes of @fd.  Returns:
  *   0             valid;
- *   -EBADMSG      not a detached PKCS#7 SignedData of type data with one signer;
+ *   -EBADMSG      not a detached PKCS#7 SignedData of type data with one signer,
+ *                 or its signature algorithm is not one the kernel takes
+ *                 (rsaEncryption, ecdsa-with-SHA*);
  *   -EPROTO       it carries signed attributes (the kernel rejects those);
  *   -ENOPKG       its hash algorithm is not one modsign accepts;
  *   -ENOKEY       its signer is not @cert;
@@ -51,9 +53,13 @@ int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
 
 /*
  * The same checks over a digest already made with @md (a signature just
- * returned for it): -ENOPKG also when the signature is not made with @md.
+ * returned for it): -ENOPKG also when the signature is not made with @md,
+ * -EBADMSG also when it is not the daemon's form (certificates, CRLs or
+ * unsigned attributes inside) or names its signer otherwise than asked
+ * (@use_keyid: by subjectKeyIdentifier; else by issuer and serial).
  */
 int pkcs7_verify_digest(const uint8_t *der, size_t der_len, X509 *cert,
-			const struct digest *md, const uint8_t *digest, size_t digest_len);
+			const struct digest *md, const uint8_t *digest, size_t digest_len,
+			bool use_keyid);
 
 #endif

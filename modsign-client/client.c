@@ -157,7 +157,8 @@ static size_t spread_start(const char *spread, size_t n)
 	return n ? h % n : 0;
 }
 
-int client_connect_spread(const struct global *g, const char *spread, struct conn **ret)
+int client_connect_spread(const struct global *g, const char *spread, size_t *from,
+			  struct conn **ret)
 {
 	_cleanup_(freep) struct conn_target *t = NULL;
 	const char *why = NULL;
@@ -169,21 +170,25 @@ int client_connect_spread(const struct global *g, const char *spread, struct con
 		warn_msg("%s", r < 0 ? strerror(-r) : "no server given");
 		return r < 0 ? r : -EINVAL;
 	}
+	if (*from >= nt)
+		return -ENOENT; /* every one tried; each said why */
 	first = spread_start(spread, nt);
-	for (size_t k = 0; k < nt; k++) {
+	for (size_t k = *from; k < nt; k++) {
 		size_t i = (first + k) % nt;
 
 		r = conn_open_target(&t[i], &g->tls, g->stall_ms, ret, &why);
 		if (r >= 0) {
-			if (k > 0)
-				warn_msg("%s did not answer; using %s", t[first].label,
-					 t[i].label);
+			if (k > *from)
+				warn_msg("%s did not answer; using %s",
+					 t[(first + *from) % nt].label, t[i].label);
+			*from = k + 1;
 			return 0;
 		}
 		if (nt == 1 || k + 1 == nt)
 			warn_msg("cannot connect to modsignd at %s: %s", t[i].label,
 				 why ?: strerror(-r));
 	}
+	*from = nt;
 	return r;
 }
 

@@ -84,8 +84,12 @@ int client_connect(const struct global *g, struct conn **ret);
  * kbuild's one call per module: the server list is a pool too, so each
  * call starts at the target that a hash of @spread (the module's path)
  * picks and tries the others after it in turn; a call whose first pick
- * did not answer says which one did.  Prints why not on failure.
+ * did not answer says which one did.  Prints why not on failure.  Starts
+ * at the *@from-th target in that order (0: the pick), and sets *@from
+ * past the one connected, for a next call to try the others after it;
+ * -ENOENT, unsaid, when none is left.
  */
-int client_connect_spread(const struct global *g, const char *spread, struct conn **ret);
+int client_connect_spread(const struct global *g, const char *spread, size_t *from,
+			  struct conn **ret);
 
 #endif

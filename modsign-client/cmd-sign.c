@@ -89,6 +89,8 @@ struct item {
 	uint64_t refused_by;   /* pool connections (bit i: v[i]) that refused it */
 	char refusal[256];     /* the last refusal's reason */
 	bool prepared, done, ok;
+	bool server_failed;    /* not signed for the server's fault: refused,
+				* what it returned did not verify, or lost */
 	int prep_err;          /* modfile_prepare() failed: not written */
 	const char *prep_why;
 };
@@ -237,7 +239,8 @@ static int reply_signature(const struct sign_opts *o, const struct item *it,
 		return -EBADMSG;
 	if (!o->cert)
 		return -ENOKEY; /* nothing to check it with: never written */
-	r = pkcs7_verify_digest(sig, len, o->cert, o->md, it->digest, it->digest_len);
+	r = pkcs7_verify_digest(sig, len, o->cert, o->md, it->digest, it->digest_len,
+				o->use_keyid);
 	if (r < 0)
 		return r;
 	*ret_sig = TAKE_PTR(sig);
@@ -303,6 +306,8 @@ static int item_write(const struct sign_opts *o, struct item *it, const uint8_t 
 static void item_finish(const struct sign_opts *o, struct item *it, json_object *reply,
 			int r, const uint8_t *sig, size_t len)
 {
+	const int reply_r = r;
+
 	if (r == -EREMOTEIO)
 		warn_msg("%s: modsignd refused: %s", it->path, reply_error(reply));
 	else if (r == -ENOKEY && o->expect_path)
@@ -322,6 +327,7 @@ static void item_finish(const struct sign_opts *o, struct item *it, json_object 
 		warn_write(it->dest ?: it->path, r, it->prep_why);
 	else
 		r = item_write(o, it, sig, len);
+	it->server_failed = r < 0 && reply_r < 0;
 	item_close(it);
 	it->done = true;
 	it->ok = r >= 0;
@@ -640,9 +646,11 @@ static size_t batch_sign(struct batch *b)
 	for (size_t i = 0; i < b->n; i++) {
 		struct item *it = &b->items[i];
 
-		if (!it->done)
+		if (!it->done) {
 			warn_msg("%s: not signed: %s", it->path,
 				 b->why[0] ? b->why : "no server left");
+			it->server_failed = true;
+		}
 		if (!it->ok)
 			failed++;
 		item_close(it);
@@ -659,7 +667,7 @@ static size_t batch_sign(struct batch *b)
  * given (that one is then @o's: pool_open()).
  */
 static int run_sign(const struct global *g, struct sign_opts *o,
-		    struct item *items, size_t n, bool per_module)
+		    struct item *items, size_t n, size_t *per_module)
 {
 	struct pool_pin pin = { .key = o->key, .cert = o->cert, .path = o->expect_path };
 	_cleanup_(freep) size_t *again = calloc(n ?: 1, sizeof(*again));
@@ -675,7 +683,7 @@ static int run_sign(const struct global *g, struct sign_opts *o,
 	if (n > 0 && !items[0].done && !item_hash(o, &items[0]) && n == 1)
 		return 1; /* said why; nothing to ask the daemon */
 	if (per_module) {
-		r = client_connect_spread(g, items[0].path, &c);
+		r = client_connect_spread(g, items[0].path, per_module, &c);
 		if (r >= 0)
 			pool_adopt(&b.pool, c, g->stall_ms);
 	} else {
@@ -772,7 +780,7 @@ static int sign_paths(const struct global *g, struct sign_opts *o,
 	if (r >= 0)
 		r = refuse_shared_sig_paths(items, paths->n);
 	if (r >= 0)
-		r = run_sign(g, o, items, paths->n, false);
+		r = run_sign(g, o, items, paths->n, NULL);
 	for (size_t i = 0; i < paths->n; i++)
 		free(items[i].p7s);
 	return r < 0 ? 1 : r;
@@ -939,6 +947,28 @@ static int sign_file_opts(int argc, char **argv, bool raw_ok, struct sign_opts *
 	return optind;
 }
 
+/*
+ * kbuild's one module per call, on the server its path picks
+ * (client_connect_spread()).  A server that refuses it, returns what does
+ * not verify or is lost before answering: the module goes to the next
+ * server of the list, each asked once (review of dd63b44: one member
+ * failed the modules its paths picked, and modules_install stopped).  A
+ * failure of the module's own (its file, its write) is not tried again.
+ */
+static int sign_one(const struct global *g, struct sign_opts *o, struct item *it)
+{
+	size_t from = 0;
+	int r;
+
+	for (;;) {
+		r = run_sign(g, o, it, 1, &from);
+		if (r == 0 || !it->server_failed)
+			return r;
+		*it = (struct item){ .path = it->path, .dest = it->dest, .p7s = it->p7s,
+				     .p7s_dirfd = -1, .m.fd = -1 };
+	}
+}
+
 int cmd_sign_file(const struct global *g, int argc, char **argv)
 {
 	struct sign_opts o = { .sigfd = -1 };
@@ -969,7 +999,7 @@ int cmd_sign_file(const struct global *g, int argc, char **argv)
 		return 1;
 	it.path = argv[i + 3];
 	it.dest = dest;
-	r = item_sig_path(&o, &it) < 0 ? 1 : run_sign(g, &o, &it, 1, true);
+	r = item_sig_path(&o, &it) < 0 ? 1 : sign_one(g, &o, &it);
 	free(it.p7s);
 	free(o.expect_cert);
 	X509_free(o.cert);

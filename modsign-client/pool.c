@@ -118,10 +118,12 @@ static void read_cert(struct pool *p, size_t i, uint64_t id, X509 **ret, pool_wh
 
 /* Every connection's certificate of @key into @certs, or why not into
  * @whys: the requests all sent first, so that the replies come in
- * parallel. */
+ * parallel, and read against one deadline, the stall timeout from the
+ * last request sent: n silent servers cost one stall, not n (each read
+ * with a timeout of its own did). */
 static void fetch_certs(struct pool *p, const char *key, X509 **certs, pool_why *whys)
 {
-	uint64_t ids[CONN_MAX_TARGETS];
+	uint64_t ids[CONN_MAX_TARGETS], deadline;
 
 	for (size_t i = 0; i < p->n; i++) {
 		_cleanup_(json_object_putp) json_object *req = NULL;
@@ -134,9 +136,20 @@ static void fetch_certs(struct pool *p, const char *key, X509 **certs, pool_why 
 			snprintf(whys[i], sizeof(pool_why), "cert: %s",
 				 conn_strerror(p->v[i].c, r));
 	}
-	for (size_t i = 0; i < p->n; i++)
-		if (!whys[i][0])
-			read_cert(p, i, ids[i], &certs[i], whys[i]);
+	deadline = now_ms() + p->stall_ms;
+	for (size_t i = 0; i < p->n; i++) {
+		uint64_t now = now_ms();
+
+		if (whys[i][0])
+			continue;
+		/* One server keeps its own timeout (pool_connect()). */
+		if (p->n > 1)
+			conn_set_timeout(p->v[i].c,
+					 deadline > now + 1 ? (unsigned)(deadline - now) : 1);
+		read_cert(p, i, ids[i], &certs[i], whys[i]);
+		if (p->n > 1)
+			conn_set_timeout(p->v[i].c, p->stall_ms);
+	}
 }
 
 /* Drop the connections that gave no certificate, each said: "not used"

@@ -229,13 +229,14 @@ modsign-client: using unix:$T/sock"
 # fake_member SOCK MODE: a server of the pool at SOCK that never signs.
 # `cert` is passed to the real daemon ($T/sock), so it shows the honest
 # certificate, except in nokey mode ("unknown key") and silent mode
-# (nothing is ever answered).  Each `sign` is answered at once: garbage,
+# (nothing is ever answered); latecert answers `cert` after 1 s and passes
+# each `sign` to the real daemon.  Each `sign` is answered at once: garbage,
 # random bytes as the signature with the honest cert_sha256 copied;
 # nofp, the same without a cert_sha256; nokey, random bytes too; refuse,
 # a refusal.  $T/fake.asked counts the sign requests it got.
 fake_member() {
 	cat >"$T/fake.py" <<'PY'
-import base64, hashlib, json, os, socket, struct, sys, threading
+import base64, hashlib, json, os, socket, struct, sys, threading, time
 path, daemon, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 asked = os.path.join(os.path.dirname(path), "fake.asked")
 lock = threading.Lock()
@@ -278,6 +279,8 @@ def serve(c):
                 return
             continue
         rid = req.get("id", 0)
+        if req.get("op") == "cert" and mode == "latecert":
+            time.sleep(1)
         if req.get("op") == "cert" and mode == "nokey":
             send(c, {"v": 1, "id": rid, "ok": False, "error": "unknown key 'default'"})
         elif req.get("op") != "sign":
@@ -286,6 +289,9 @@ def serve(c):
             with lock:
                 n_sign += 1
                 open(asked, "w").write(str(n_sign))
+            if mode == "latecert":
+                send(c, honest(req))
+                continue
             if mode == "refuse":
                 send(c, {"v": 1, "id": rid, "ok": False,
                          "error": "module %s not allowed for this client" % req.get("module")})
@@ -420,6 +426,90 @@ modsign-client: using unix:$T/sock"
 	assert_success
 	assert_output "modsign-client: unix:$T/fake.sock: not used: no answer to cert (stalled)
 modsign-client: using unix:$T/sock"
+	all_by rsa.pem.crt
+}
+
+# kbuild's per-module calls (review of dd63b44): one process per module,
+# on the server its path picks; that server refusing it or returning
+# what does not verify failed the module (exit 1, modules_install
+# stopped) though the next server could sign it.
+per_module_all() { # SERVER... : sign-file each module of tree/, exit status of the last failure
+	local m rc=0 a=()
+	for m in "$@"; do a+=(--server "$m"); done
+	for m in $(find tree -name '*.ko' | sort); do
+		"$C" "${a[@]}" sign-file sha256 modsign:default rsa.pem.crt "$m" || rc=$?
+	done
+	return $rc
+}
+
+@test "pool-per-module-member-garbage-fails-over" {
+	fake_member "$T/fake.sock" garbage
+	run timeout "$BOUND" bash -c "$(declare -f per_module_all); C=$C; \
+		per_module_all unix:$T/fake.sock unix:$T/sock"
+	assert_success
+	[ "$(cat fake.asked)" -ge 1 ]
+	all_by rsa.pem.crt
+}
+
+@test "pool-per-module-member-refusing-fails-over" {
+	fake_member "$T/fake.sock" refuse
+	run timeout "$BOUND" bash -c "$(declare -f per_module_all); C=$C; \
+		per_module_all unix:$T/fake.sock unix:$T/sock"
+	assert_success
+	[ "$(cat fake.asked)" -ge 1 ]
+	all_by rsa.pem.crt
+}
+
+@test "pool-twin-per-module-garbage-alone-module-untouched" {
+	# The only server: each module named once, none written, exit 1.
+	fake_member "$T/fake.sock" garbage
+	run timeout "$BOUND" bash -c "$(declare -f per_module_all); C=$C; \
+		per_module_all unix:$T/fake.sock"
+	assert_failure 1
+	assert_equal "${#lines[@]}" 3
+	assert_equal "$(grep -c ': malformed signature from modsignd$' <<<"$output")" 3
+	diff -r pristine tree
+}
+
+@test "pool-twin-per-module-refused-by-every-server-asked-once-each" {
+	# A refusal every server makes stands: each server asked once per
+	# module, no loop, none written.
+	fake_member "$T/fake.sock" refuse
+	run timeout "$BOUND" bash -c "$(declare -f per_module_all); C=$C; \
+		per_module_all unix:$T/fake.sock unix:$T/fake.sock"
+	assert_failure 1
+	assert_equal "$(cat fake.asked)" 6
+	assert_equal "$(grep -c 'modsignd refused: module .* not allowed for this client$' <<<"$output")" 6
+	diff -r pristine tree
+}
+
+@test "pool-members-silent-at-cert-cost-one-stall-not-one-each" {
+	# Review of dd63b44: the `cert` replies were read one after the
+	# other, each read with a stall timeout of its own: two silent
+	# members held the batch for two stalls, n for n (up to 64).
+	fake_member "$T/fake.sock" silent
+	find tree -name '*.ko' | sort >list
+	local t0=$(date +%s%N)
+	run timeout "$BOUND" "$C" --server "unix:$T/fake.sock" --server "unix:$T/fake.sock" \
+		--server "unix:$T/fake.sock" --server "unix:$T/sock" \
+		--stall-timeout 2 sign-file --batch sha256 modsign:default rsa.pem.crt <list
+	local ms=$((($(date +%s%N) - t0) / 1000000))
+	assert_success
+	assert_equal "$(grep -c 'not used: no answer to cert (stalled)$' <<<"$output")" 3
+	echo "took $ms ms" >&2
+	[ "$ms" -lt 3500 ]
+	all_by rsa.pem.crt
+}
+
+@test "pool-twin-members-answering-cert-late-within-the-stall-used" {
+	# One deadline for all, the stall timeout: members whose `cert` comes
+	# late, within it, are used, however many.
+	fake_member "$T/late.sock" latecert
+	run timeout "$BOUND" "$C" --server "unix:$T/late.sock" --server "unix:$T/late.sock" \
+		--server "unix:$T/sock" --stall-timeout 2 sign --recursive tree
+	assert_success
+	assert_output ""
+	[ "$(cat fake.asked)" -ge 1 ]
 	all_by rsa.pem.crt
 }
 

@@ -33,6 +33,7 @@ enum {
 	SF_KEYID = 1 << 0,    /* CMS_USE_KEYID, as sign-file -k */
 	SF_ATTRS = 1 << 1,    /* drop CMS_NOATTR: signed attributes */
 	SF_ATTACHED = 1 << 2, /* drop CMS_DETACHED: content inside */
+	SF_CERTS = 1 << 3,    /* drop CMS_NOCERTS: the signer's certificate inside */
 };
 
 static struct ident rsa, rsa2, ec, other, clash;
@@ -107,8 +108,9 @@ static int signfile(const struct ident *id, const EVP_MD *md,
 		    const uint8_t *buf, size_t len, unsigned opts,
 		    const struct ident *second, uint8_t **ret, size_t *ret_len)
 {
-	unsigned sign_flags = CMS_NOCERTS | CMS_PARTIAL | CMS_BINARY | CMS_STREAM;
-	unsigned add_flags = CMS_NOCERTS | CMS_BINARY | CMS_NOSMIMECAP;
+	unsigned nocerts = opts & SF_CERTS ? 0 : CMS_NOCERTS;
+	unsigned sign_flags = nocerts | CMS_PARTIAL | CMS_BINARY | CMS_STREAM;
+	unsigned add_flags = nocerts | CMS_BINARY | CMS_NOSMIMECAP;
 	CMS_ContentInfo *cms = NULL;
 	BIO *in = NULL, *out = NULL;
 	char *p;
@@ -131,7 +133,7 @@ static int signfile(const struct ident *id, const EVP_MD *md,
 		goto out;
 	if (second && !CMS_add1_signer(cms, second->cert, second->key, md, add_flags))
 		goto out;
-	if (CMS_final(cms, in, NULL, CMS_NOCERTS | CMS_BINARY) != 1)
+	if (CMS_final(cms, in, NULL, nocerts | CMS_BINARY) != 1)
 		goto out;
 	if (i2d_CMS_bio_stream(out, cms, NULL, 0) != 1)
 		goto out;
@@ -417,6 +419,108 @@ static void test_refused_forms(void)
 	OPENSSL_free(der);
 }
 
+/* @der with its signer's signatureAlgorithm set to @nid, re-encoded. */
+static int with_sig_alg(const uint8_t *der, size_t len, int nid, uint8_t **ret, size_t *ret_len)
+{
+	const unsigned char *p = der;
+	CMS_ContentInfo *cms = d2i_CMS_ContentInfo(NULL, &p, (long)len);
+	X509_ALGOR *alg = NULL;
+	unsigned char *out = NULL;
+	int n = -1;
+
+	if (cms) {
+		CMS_SignerInfo_get0_algs(sk_CMS_SignerInfo_value(CMS_get0_SignerInfos(cms), 0),
+					 NULL, NULL, NULL, &alg);
+		if (alg && X509_ALGOR_set0(alg, OBJ_nid2obj(nid), V_ASN1_NULL, NULL))
+			n = i2d_CMS_ContentInfo(cms, &out);
+	}
+	CMS_ContentInfo_free(cms);
+	if (n <= 0)
+		return -ENOMEM;
+	*ret = out;
+	*ret_len = (size_t)n;
+	return 0;
+}
+
+/* What a server of the pool may return for a digest (review of dd63b44):
+ * a valid signature by the right key, over the right digest, in a form
+ * the kernel refuses or sign-file never makes, was written. */
+static void test_reply_forms(void)
+{
+	const struct digest *md = digest_lookup("sha256");
+	uint8_t dg[DIGEST_MAX_LEN], *der = NULL, *alt = NULL;
+	size_t dg_len = 0, len = 0, alt_len = 0;
+
+	if (digest_buf(data, DATA_LEN, md, dg, &dg_len) < 0 ||
+	    sign_buf(&rsa, md, data, DATA_LEN, false, &der, &len) < 0)
+		return (void)CHECK("pkcs7 reply setup", false);
+	CHECK_EQ("pkcs7 reply as the daemon makes it verifies over the digest",
+		 pkcs7_verify_digest(der, len, rsa.cert, md, dg, dg_len, false), 0);
+
+	/* sha256WithRSAEncryption as the signature algorithm: OpenSSL
+	 * verifies it, the kernel's pkcs7_sig_note_pkey_algo() takes
+	 * rsaEncryption only ("Unsupported pkey algo", ENOPKG at load). */
+	CHECK_EQ("pkcs7 reply sha256WithRSAEncryption builds",
+		 with_sig_alg(der, len, NID_sha256WithRSAEncryption, &alt, &alt_len), 0);
+	CHECK("pkcs7 reply sha256WithRSAEncryption valid to OpenSSL",
+	      alt && openssl_verifies(alt, alt_len, rsa.cert, data, DATA_LEN));
+	CHECK_EQ("pkcs7 reply sha256WithRSAEncryption -> EBADMSG",
+		 alt ? pkcs7_verify_digest(alt, alt_len, rsa.cert, md, dg, dg_len, false) : -ENOMEM,
+		 -EBADMSG);
+	expect_verify("pkcs7 module sha256WithRSAEncryption -> EBADMSG", alt, alt_len, rsa.cert,
+		      -EBADMSG);
+	OPENSSL_free(TAKE_PTR(alt));
+	CHECK_EQ("pkcs7 reply rsaEncryption re-encoded builds",
+		 with_sig_alg(der, len, NID_rsaEncryption, &alt, &alt_len), 0);
+	CHECK_EQ("pkcs7 reply rsaEncryption re-encoded verifies",
+		 alt ? pkcs7_verify_digest(alt, alt_len, rsa.cert, md, dg, dg_len, false) : -ENOMEM, 0);
+	OPENSSL_free(TAKE_PTR(alt));
+	CHECK_EQ("pkcs7 reply by issuer+serial when the keyid was asked -> EBADMSG",
+		 pkcs7_verify_digest(der, len, rsa.cert, md, dg, dg_len, true), -EBADMSG);
+	OPENSSL_free(TAKE_PTR(der));
+	if (sign_buf(&rsa, md, data, DATA_LEN, true, &der, &len) < 0)
+		return (void)CHECK("pkcs7 reply keyid setup", false);
+	CHECK_EQ("pkcs7 reply by keyid as asked verifies",
+		 pkcs7_verify_digest(der, len, rsa.cert, md, dg, dg_len, true), 0);
+	CHECK_EQ("pkcs7 reply by keyid when issuer+serial was asked -> EBADMSG",
+		 pkcs7_verify_digest(der, len, rsa.cert, md, dg, dg_len, false), -EBADMSG);
+	OPENSSL_free(TAKE_PTR(der));
+
+	/* The certificate inside: not the form the daemon sends (PROTOCOL.md,
+	 * sign-file's CMS_NOCERTS); a certificate the kernel cannot parse
+	 * there fails the module at load. */
+	CHECK_EQ("pkcs7 reply with the certificate inside builds",
+		 signfile(&rsa, EVP_sha256(), data, DATA_LEN, SF_CERTS, NULL, &der, &len), 0);
+	CHECK("pkcs7 reply with the certificate inside valid to OpenSSL",
+	      der && openssl_verifies(der, len, rsa.cert, data, DATA_LEN));
+	CHECK_EQ("pkcs7 reply with the certificate inside -> EBADMSG",
+		 der ? pkcs7_verify_digest(der, len, rsa.cert, md, dg, dg_len, false) : -ENOMEM,
+		 -EBADMSG);
+	free(TAKE_PTR(der));
+	CHECK_EQ("pkcs7 reply sign-file's own form verifies over the digest",
+		 signfile(&rsa, EVP_sha256(), data, DATA_LEN, 0, NULL, &der, &len) == 0 && der
+			 ? pkcs7_verify_digest(der, len, rsa.cert, md, dg, dg_len, false)
+			 : -ENOMEM,
+		 0);
+	free(TAKE_PTR(der));
+
+	/* ECDSA: ecdsa-with-SHA* is what the kernel takes. */
+	if (digest_buf(data, DATA_LEN, digest_lookup("sha384"), dg, &dg_len) < 0 ||
+	    sign_buf(&ec, digest_lookup("sha384"), data, DATA_LEN, true, &der, &len) < 0)
+		return (void)CHECK("pkcs7 reply ecdsa setup", false);
+	CHECK_EQ("pkcs7 reply ecdsa verifies over the digest",
+		 pkcs7_verify_digest(der, len, ec.cert, digest_lookup("sha384"), dg, dg_len, true), 0);
+	CHECK_EQ("pkcs7 reply ecdsa id-ecPublicKey as the algorithm builds",
+		 with_sig_alg(der, len, NID_X9_62_id_ecPublicKey, &alt, &alt_len), 0);
+	CHECK_EQ("pkcs7 reply ecdsa id-ecPublicKey -> EBADMSG",
+		 alt ? pkcs7_verify_digest(alt, alt_len, ec.cert, digest_lookup("sha384"), dg,
+					   dg_len, true)
+		     : -ENOMEM,
+		 -EBADMSG);
+	OPENSSL_free(alt);
+	OPENSSL_free(der);
+}
+
 static void test_not_pkcs7(void)
 {
 	_cleanup_(freep) uint8_t *der = NULL;
@@ -536,6 +640,7 @@ int main(void)
 		test_tamper("rsa", &rsa);
 		test_tamper("ecdsa", &ec);
 		test_refused_forms();
+		test_reply_forms();
 		test_not_pkcs7();
 		test_sign_errors();
 		test_module_file();
