@@ -181,7 +181,7 @@ all_by() { "$C" verify --cert "$1" $(find tree -name '*.ko') >/dev/null 2>&1; }
 
 @test "pool-servers-with-different-keys-never-mixed" {
 	# No certificate given and two servers disagree: which is honest is
-	# not known, so nothing is signed (row 66: the first to answer is
+	# not known, so nothing is signed (row 64: the first to answer is
 	# not trusted more than the other).
 	start_daemon "$T/sock2" --key default=ephemeral:rsa2048
 	run timeout "$BOUND" "$C" --server "unix:$T/sock" --server "unix:$T/sock2" \
