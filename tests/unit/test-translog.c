@@ -546,6 +546,45 @@ static void test_fifos(const char *base, EVP_PKEY *key)
 	CHECK_EQ("translog twin: 4", size, 4);
 }
 
+/* Row 69: the subdirectories too.  A tile directory that group or others
+ * may write, or another user's, lets them swap the tiles the daemon loads
+ * and serves; private_dir_open() looked at the top one only. */
+static void test_private_subdirs(const char *base, EVP_PKEY *key)
+{
+	struct translog *t = NULL;
+	char d[512], why[512];
+	uint64_t size = 0;
+
+	snprintf(d, sizeof(d), "%s", sub(base, "privsub"));
+	CHECK_EQ("translog subdirs: log of 3", open_append_commit(d, key, false, 3, &size), 0);
+	CHECK("translog subdirs: tile/0 mode 0775", chmod(sub(d, "tile/0"), 0775) == 0);
+	CHECK_EQ("translog refuses a group-writable tile/0", open_with(d, key, false, &t, why, sizeof(why)), -EPERM);
+	CHECK("translog refusal names tile/0", strstr(why, "tile/0") != NULL);
+	printf("#   %s\n", why);
+	translog_free(t);
+	t = NULL;
+	CHECK("translog subdirs: tile/0 back to 0755, tile/ nobody's",
+	      chmod(sub(d, "tile/0"), 0755) == 0 && chown(sub(d, "tile"), 65534, 65534) == 0);
+	CHECK_EQ("translog refuses tile/ of another user", open_with(d, key, false, &t, why, sizeof(why)), -EPERM);
+	translog_free(t);
+	t = NULL;
+	CHECK("translog subdirs: tile/ back to its owner", chown(sub(d, "tile"), geteuid(), getegid()) == 0);
+	CHECK_EQ("translog twin: its own 0755 subdirectories open", open_with(d, key, false, &t, why, sizeof(why)), 0);
+	if (!t)
+		return;
+	/* While it runs: a commit into tile/entries made other-writable fails,
+	 * the log is broken and says why, until the mode is back. */
+	CHECK("translog subdirs: tile/entries mode 0757", chmod(sub(d, "tile/entries"), 0757) == 0);
+	CHECK("translog refuses to commit into an other-writable tile/entries",
+	      append(t, 1) == 0 && translog_commit(t) < 0);
+	CHECK("translog subdirs: broken", translog_broken(t) != NULL);
+	CHECK("translog subdirs: tile/entries back to 0755", chmod(sub(d, "tile/entries"), 0755) == 0);
+	CHECK_EQ("translog twin: read back once the mode is back", translog_abort(t), 0);
+	CHECK_EQ("translog twin: commits again", append(t, 1) == 0 ? translog_commit(t) : -1, 0);
+	CHECK_EQ("translog twin: 4 entries", translog_size(t), 4);
+	translog_free(t);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test-translog.XXXXXX", cmd[64];
@@ -570,6 +609,7 @@ int main(void)
 		test_private_dir(dir, key);
 		test_rollback(dir, key);
 		test_fifos(dir, key);
+		test_private_subdirs(dir, key);
 	}
 	EVP_PKEY_free(key);
 	rc = unit_summary("translog");
