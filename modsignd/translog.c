@@ -56,6 +56,8 @@ struct sync_set {
 struct translog {
 	int dfd;
 	char *origin, *vkey, *checkpoint;
+	char *candidate;       /* the checkpoint a failed commit signed, kept
+				* until a read-back succeeds (check_held()) */
 	EVP_PKEY *key;
 	bool ephemeral, broken;
 	bool committing;       /* between translog_commit_begin() and _end() */
@@ -659,10 +661,24 @@ static int reload(struct translog *t, const char *candidate)
 	int r;
 
 	sync_drop(&t->sync);
-	r = load(t, candidate);
+	/* The failed commit's checkpoint stays acceptable until a read-back
+	 * succeeds: one that fails for a moment (a tile directory's mode, an
+	 * I/O error) must not leave the log broken for good once the disk
+	 * holds the checkpoint this daemon itself signed. */
+	if (candidate && candidate != t->candidate) {
+		free(t->candidate);
+		t->candidate = strdup(candidate);
+		if (!t->candidate) {
+			t->broken = true;
+			return -ENOMEM;
+		}
+	}
+	r = load(t, t->candidate);
 	t->broken = r < 0;
 	if (r < 0)
 		return r;
+	free(t->candidate);
+	t->candidate = NULL;
 	t->reason[0] = '\0';
 	cut_tail(t);
 	return 0;
@@ -1048,6 +1064,7 @@ void translog_free(struct translog *t)
 	free(t->origin);
 	free(t->vkey);
 	free(t->checkpoint);
+	free(t->candidate);
 	free(t->bundle);
 	free(t);
 }

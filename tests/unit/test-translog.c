@@ -448,6 +448,27 @@ static void test_rollback(const char *base, EVP_PKEY *key)
 	CHECK_EQ("translog twin: failed after its rename", failed_commit(t, 2, true), -EIO);
 	CHECK_EQ("translog twin: continues from that checkpoint, 8", translog_size(t), 8);
 	CHECK("translog twin: not broken after it", translog_broken(t) == NULL);
+	/* A commit whose checkpoint reached the disk, and whose read-back
+	 * failed at first (here a tile directory made group-writable): the
+	 * checkpoint it signed is still taken once the directory reads back,
+	 * never "changed under it" for good (until a restart). */
+	{
+		struct translog_commit *c = NULL;
+
+		CHECK("translog candidate: 2 appended, commit begun",
+		      append(t, 2) == 0 && translog_commit_begin(t, &c) == 1);
+		if (c) {
+			translog_commit_sync(c);
+			CHECK("translog candidate: tile/0 mode 0775", chmod(sub(d, "tile/0"), 0775) == 0);
+			CHECK_EQ("translog candidate: the commit fails", translog_commit_end(t, c, -EIO), -EPERM);
+			CHECK("translog candidate: broken while tile/0 is 0775", translog_broken(t) != NULL);
+			CHECK("translog candidate: tile/0 back to 0755", chmod(sub(d, "tile/0"), 0755) == 0);
+			CHECK_EQ("translog candidate: read back once tile/0 is back", translog_abort(t), 0);
+			CHECK_EQ("translog candidate: continues from the checkpoint it signed, 10",
+				 translog_size(t), 10);
+			CHECK("translog candidate: not broken", translog_broken(t) == NULL);
+		}
+	}
 	translog_free(t);
 }
 
