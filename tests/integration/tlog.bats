@@ -653,6 +653,23 @@ modsignd_run() {
 	assert_success
 }
 
+# Row 69: a tile directory inside the log that group or others may write
+# (or another user's): its tiles are theirs to swap.  Withheld, and why.
+@test "tlog-group-writable-tile-dir-withheld" {
+	signed 1
+	chmod g+w log/tile/entries
+	run "$C" sign "${MODS[1]}"
+	assert_failure
+	assert_output --partial "transparency log unavailable"
+	grep -q "tile/entries/000.p/1: a directory on its path is not the daemon's own" modsignd.log
+	# Twin: its mode back, the next signature is logged and released.
+	chmod g-w log/tile/entries
+	"$C" sign "${MODS[1]}"
+	run lv --dir log "${MODS[@]:0:2}"
+	assert_success
+	assert_output --partial "OK, 2 entries"
+}
+
 # Row 54: an older checkpoint's files put back while the daemon runs, and
 # one commit made to fail: its reload continued from the older tree, and
 # "log verify" said a released module was NOT in the log.
