@@ -17,8 +17,9 @@
  *
  * The directory is the daemon's own (private_dir_open(), once, at open)
  * and everything in it is reached from its descriptor: a tile's directory
- * beneath it, never through a link (openat2 RESOLVE_BENEATH |
- * RESOLVE_NO_SYMLINKS), and the file in it by regular_file_openat(),
+ * beneath it, one component at a time, never through a link (openat2
+ * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), each the daemon's own as the top
+ * is, and the file in it by regular_file_openat(),
  * which never waits on a FIFO planted there; temporaries are new files
  * (O_EXCL), never whatever lay at their name.
  */
