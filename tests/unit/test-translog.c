@@ -606,6 +606,40 @@ static void test_private_subdirs(const char *base, EVP_PKEY *key)
 	translog_free(t);
 }
 
+/* A log of 2^63 entries (one partial tile, at level 7), under a checkpoint
+ * the log key signed: sizes and tile indices at their top, no overflow
+ * (ASan, UBSan); 257 appended across a tile boundary, read back. */
+static void test_huge_size(const char *base, EVP_PKEY *key)
+{
+	static struct tlog_tree tree;
+	_cleanup_(freep) char *body = NULL, *note = NULL;
+	uint8_t root[TLOG_HASH_LEN];
+	struct translog *t = NULL;
+	char d[512], why[512];
+	uint64_t size = 0;
+
+	snprintf(d, sizeof(d), "%s", sub(base, "huge"));
+	memset(&tree, 0, sizeof(tree));
+	tree.size = UINT64_C(1) << 63;
+	memset(tree.partial[7], 0x5a, 128 * TLOG_HASH_LEN);
+	tlog_tree_load(&tree);
+	tlog_tree_root(&tree, root);
+	CHECK("translog huge: planted", mkdir(d, 0755) == 0 && mkdir(sub(d, "tile"), 0755) == 0 &&
+		mkdir(sub(d, "tile/7"), 0755) == 0 && mkdir(sub(d, "tile/7/000.p"), 0755) == 0 &&
+		write_file(d, "tile/7/000.p/128", tree.partial[7], 128 * TLOG_HASH_LEN) == 0 &&
+		tlog_checkpoint_format(ORIGIN, tree.size, root, &body) == 0 &&
+		note_sign(body, ORIGIN, key, &note) == 0 &&
+		write_file(d, "checkpoint", note, strlen(note)) == 0);
+	CHECK_EQ("translog huge: a log of 2^63 opens", open_with(d, key, false, &t, why, sizeof(why)), 0);
+	if (!t)
+		return;
+	CHECK_EQ("translog huge: 257 appended and committed", append(t, 257) == 0 ? translog_commit(t) : -1, 0);
+	CHECK("translog huge: 2^63 + 257", translog_size(t) == (UINT64_C(1) << 63) + 257);
+	translog_free(t);
+	CHECK_EQ("translog huge: read back", open_append_commit(d, key, false, 1, &size), 0);
+	CHECK("translog huge: 2^63 + 258", size == (UINT64_C(1) << 63) + 258);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test-translog.XXXXXX", cmd[64];
@@ -631,6 +665,7 @@ int main(void)
 		test_rollback(dir, key);
 		test_fifos(dir, key);
 		test_private_subdirs(dir, key);
+		test_huge_size(dir, key);
 	}
 	EVP_PKEY_free(key);
 	rc = unit_summary("translog");
