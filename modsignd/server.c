@@ -1387,8 +1387,14 @@ static void sweep_timeouts(struct server *s)
 
 static void notify_status(struct server *s)
 {
-	sd_notifyf(0, "STATUS=%u connection(s), %u in flight, %llu signature(s) given",
-		   s->n_conns, s->inflight, (unsigned long long)s->signed_total);
+	const char *broken = s->translog ? translog_broken(s->translog) : NULL;
+
+	/* A broken log withholds every signature: systemctl status says why,
+	 * not only the journal line of each group. */
+	sd_notifyf(0, "STATUS=%u connection(s), %u in flight, %llu signature(s) given%s%s",
+		   s->n_conns, s->inflight, (unsigned long long)s->signed_total,
+		   broken ? "; transparency log broken, signatures withheld: " : "",
+		   broken ?: "");
 	if (s->watchdog_usec)
 		sd_notify(0, "WATCHDOG=1");
 }

@@ -17,8 +17,9 @@
  *
  * The directory is the daemon's own (private_dir_open(), once, at open)
  * and everything in it is reached from its descriptor: a tile's directory
- * beneath it, never through a link (openat2 RESOLVE_BENEATH |
- * RESOLVE_NO_SYMLINKS), and the file in it by regular_file_openat(),
+ * beneath it, one component at a time, never through a link (openat2
+ * RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), each the daemon's own as the top
+ * is, and the file in it by regular_file_openat(),
  * which never waits on a FIFO planted there; temporaries are new files
  * (O_EXCL), never whatever lay at their name.
  */
@@ -56,6 +57,8 @@ struct sync_set {
 struct translog {
 	int dfd;
 	char *origin, *vkey, *checkpoint;
+	char *candidate;       /* the checkpoint a failed commit signed, kept
+				* until a read-back succeeds (check_held()) */
 	EVP_PKEY *key;
 	bool ephemeral, broken;
 	bool committing;       /* between translog_commit_begin() and _end() */
@@ -80,15 +83,52 @@ static int fail(struct translog *t, int r, const char *fmt, ...)
 	return r;
 }
 
-/* The directory @path beneath the log directory @dfd ("." for itself),
- * never through a symbolic link or "..": @flags O_PATH or O_RDONLY. */
-static int dir_open_beneath(int dfd, const char *path, int flags)
+/* One component @name of a directory path, beneath @dfd, never through a
+ * link or "..", and the daemon's own like the top (private_dir_open()):
+ * a subdirectory that group or others may write, or another user's, lets
+ * them swap the tiles in it (-EPERM). */
+static int dir_step(int dfd, const char *name, int flags)
 {
 	struct open_how how = { .flags = (uint64_t)(flags | O_DIRECTORY | O_CLOEXEC),
 				.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS };
-	int fd = (int)syscall(SYS_openat2, dfd, path, &how, sizeof(how));
+	_cleanup_(closep) int fd = (int)syscall(SYS_openat2, dfd, name, &how, sizeof(how));
+	struct stat st;
 
-	return fd < 0 ? -errno : fd;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)))
+		return -EPERM;
+	return TAKE_FD(fd);
+}
+
+/* The directory @path beneath the log directory @dfd ("." for itself),
+ * never through a symbolic link or "..", each directory on the way the
+ * daemon's own (dir_step()): @flags O_PATH or O_RDONLY. */
+static int dir_open_beneath(int dfd, const char *path, int flags)
+{
+	char buf[TLOG_MAX_PATH];
+	char *name = buf, *slash;
+	int fd = -1;
+
+	if (strlen(path) >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, strlen(path) + 1);
+	for (;;) {
+		int next;
+
+		slash = strchr(name, '/');
+		if (slash)
+			*slash = '\0';
+		next = dir_step(fd >= 0 ? fd : dfd, name, slash ? O_PATH : flags);
+		if (fd >= 0)
+			close(fd);
+		if (next < 0 || !slash)
+			return next;
+		fd = next;
+		name = slash + 1;
+	}
 }
 
 /* The directory that holds @path ("." for the top). */
@@ -218,20 +258,33 @@ static void sync_drop(struct sync_set *ss)
 	*ss = (struct sync_set){ 0 };
 }
 
-/* mkdir -p of the directories of @path under @t->dfd; the parent of
- * each one made must be synced too. */
+/* mkdir -p of the directories of @path under @t->dfd, one component at a
+ * time from the one above (dir_open_beneath()), never a path that a link
+ * on the way could lead out of the log; the parent of each one made must
+ * be synced too. */
 static int make_parents(struct translog *t, const char *path)
 {
 	char buf[TLOG_MAX_PATH];
+	_cleanup_(closep) int fd = -1;
+	char *name = buf;
 
 	snprintf(buf, sizeof(buf), "%s", path);
 	for (char *p = strchr(buf, '/'); p; p = strchr(p + 1, '/')) {
+		int next;
+
 		*p = '\0';
-		if (mkdirat(t->dfd, buf, 0755) == 0)
+		if (mkdirat(fd >= 0 ? fd : t->dfd, name, 0755) == 0)
 			sync_parent(&t->sync, t->dfd, buf);
 		else if (errno != EEXIST)
 			return -errno;
+		next = dir_open_beneath(fd >= 0 ? fd : t->dfd, name, O_PATH);
+		if (next < 0)
+			return next;
+		if (fd >= 0)
+			close(fd);
+		fd = next;
 		*p = '/';
+		name = p + 1;
 	}
 	return 0;
 }
@@ -314,6 +367,9 @@ static int file_failed(struct translog *t, int r, const char *path, const char *
 		return fail(t, -EBADMSG, "%s: %s", path, missing);
 	if (r == -EINVAL || r == -ELOOP)
 		return fail(t, -EBADMSG, "%s: not a regular file", path);
+	if (r == -EPERM)
+		return fail(t, r, "%s: a directory on its path is not the daemon's own or group or "
+			    "others may write it (chown, chmod go-w)", path);
 	return fail(t, r, "%s: %s", path, strerror(-r));
 }
 
@@ -606,10 +662,24 @@ static int reload(struct translog *t, const char *candidate)
 	int r;
 
 	sync_drop(&t->sync);
-	r = load(t, candidate);
+	/* The failed commit's checkpoint stays acceptable until a read-back
+	 * succeeds: one that fails for a moment (a tile directory's mode, an
+	 * I/O error) must not leave the log broken for good once the disk
+	 * holds the checkpoint this daemon itself signed. */
+	if (candidate && candidate != t->candidate) {
+		free(t->candidate);
+		t->candidate = strdup(candidate);
+		if (!t->candidate) {
+			t->broken = true;
+			return -ENOMEM;
+		}
+	}
+	r = load(t, t->candidate);
 	t->broken = r < 0;
 	if (r < 0)
 		return r;
+	free(t->candidate);
+	t->candidate = NULL;
 	t->reason[0] = '\0';
 	cut_tail(t);
 	return 0;
@@ -995,6 +1065,7 @@ void translog_free(struct translog *t)
 	free(t->origin);
 	free(t->vkey);
 	free(t->checkpoint);
+	free(t->candidate);
 	free(t->bundle);
 	free(t);
 }

@@ -653,6 +653,61 @@ modsignd_run() {
 	assert_success
 }
 
+# Row 70: a tile directory inside the log that group or others may write
+# (or another user's): its tiles are theirs to swap.  Withheld, and why.
+@test "tlog-group-writable-tile-dir-withheld" {
+	signed 1
+	chmod g+w log/tile/entries
+	run "$C" sign "${MODS[1]}"
+	assert_failure
+	assert_output --partial "transparency log unavailable"
+	grep -q "tile/entries/000.p/1: a directory on its path is not the daemon's own" modsignd.log
+	# Twin: its mode back, the next signature is logged and released.
+	chmod g-w log/tile/entries
+	"$C" sign "${MODS[1]}"
+	run lv --dir log "${MODS[@]:0:2}"
+	assert_success
+	assert_output --partial "OK, 2 entries"
+}
+
+# Row 71: a log left broken withholds every signature; the daemon's
+# systemd status said nothing of it (only the journal, group by group).
+@test "tlog-broken-log-status-says-why" {
+	python3 - "$T/notify" >notify.log 2>&1 3>&- <<-'PY' &
+	import socket, sys, time
+	s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+	s.bind(sys.argv[1]); s.settimeout(30)
+	end = time.time() + 40
+	while time.time() < end:
+	    try:
+	        msg = s.recv(4096).decode()
+	    except socket.timeout:
+	        break
+	    print(msg.replace("\n", " | "), flush=True)
+	PY
+	DAEMON_PIDS+=($!)
+	eventually 5 test -S notify
+	NOTIFY_SOCKET=$T/notify "$MODSIGND" --listen "unix:$T/sock" --key default=ephemeral:rsa2048 \
+		--transparency-log "$T/log" --log-key "$T/log.pem" \
+		--log-origin example.org/modsign-test 2>>modsignd.log 3>&- &
+	DAEMON_PIDS+=($!)
+	eventually 60 grep -q READY=1 notify.log
+	"$C" sign "${MODS[0]}"
+	cp log/checkpoint published
+	echo >>log/checkpoint
+	mkdir log/tile/0/000.p/2.tmp # where the next commit writes: it fails
+	run "$C" sign "${MODS[1]}"
+	assert_failure
+	eventually 5 grep -q "STATUS=.*transparency log broken, signatures withheld: checkpoint: not the one this daemon published (1 entries)" notify.log ||
+		{ cat notify.log; false; }
+	# Twin: the published checkpoint back, it signs and the status is plain.
+	cp published log/checkpoint
+	rmdir log/tile/0/000.p/2.tmp
+	"$C" sign "${MODS[1]}"
+	sleep 1.5
+	tail -n 1 notify.log | grep "STATUS=" | grep -vq broken
+}
+
 # Row 54: an older checkpoint's files put back while the daemon runs, and
 # one commit made to fail: its reload continued from the older tree, and
 # "log verify" said a released module was NOT in the log.

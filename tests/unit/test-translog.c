@@ -448,6 +448,27 @@ static void test_rollback(const char *base, EVP_PKEY *key)
 	CHECK_EQ("translog twin: failed after its rename", failed_commit(t, 2, true), -EIO);
 	CHECK_EQ("translog twin: continues from that checkpoint, 8", translog_size(t), 8);
 	CHECK("translog twin: not broken after it", translog_broken(t) == NULL);
+	/* A commit whose checkpoint reached the disk, and whose read-back
+	 * failed at first (here a tile directory made group-writable): the
+	 * checkpoint it signed is still taken once the directory reads back,
+	 * never "changed under it" for good (until a restart). */
+	{
+		struct translog_commit *c = NULL;
+
+		CHECK("translog candidate: 2 appended, commit begun",
+		      append(t, 2) == 0 && translog_commit_begin(t, &c) == 1);
+		if (c) {
+			translog_commit_sync(c);
+			CHECK("translog candidate: tile/0 mode 0775", chmod(sub(d, "tile/0"), 0775) == 0);
+			CHECK_EQ("translog candidate: the commit fails", translog_commit_end(t, c, -EIO), -EPERM);
+			CHECK("translog candidate: broken while tile/0 is 0775", translog_broken(t) != NULL);
+			CHECK("translog candidate: tile/0 back to 0755", chmod(sub(d, "tile/0"), 0755) == 0);
+			CHECK_EQ("translog candidate: read back once tile/0 is back", translog_abort(t), 0);
+			CHECK_EQ("translog candidate: continues from the checkpoint it signed, 10",
+				 translog_size(t), 10);
+			CHECK("translog candidate: not broken", translog_broken(t) == NULL);
+		}
+	}
 	translog_free(t);
 }
 
@@ -546,6 +567,79 @@ static void test_fifos(const char *base, EVP_PKEY *key)
 	CHECK_EQ("translog twin: 4", size, 4);
 }
 
+/* Row 70: the subdirectories too.  A tile directory that group or others
+ * may write, or another user's, lets them swap the tiles the daemon loads
+ * and serves; private_dir_open() looked at the top one only. */
+static void test_private_subdirs(const char *base, EVP_PKEY *key)
+{
+	struct translog *t = NULL;
+	char d[512], why[512];
+	uint64_t size = 0;
+
+	snprintf(d, sizeof(d), "%s", sub(base, "privsub"));
+	CHECK_EQ("translog subdirs: log of 3", open_append_commit(d, key, false, 3, &size), 0);
+	CHECK("translog subdirs: tile/0 mode 0775", chmod(sub(d, "tile/0"), 0775) == 0);
+	CHECK_EQ("translog refuses a group-writable tile/0", open_with(d, key, false, &t, why, sizeof(why)), -EPERM);
+	CHECK("translog refusal names tile/0", strstr(why, "tile/0") != NULL);
+	printf("#   %s\n", why);
+	translog_free(t);
+	t = NULL;
+	CHECK("translog subdirs: tile/0 back to 0755, tile/ nobody's",
+	      chmod(sub(d, "tile/0"), 0755) == 0 && chown(sub(d, "tile"), 65534, 65534) == 0);
+	CHECK_EQ("translog refuses tile/ of another user", open_with(d, key, false, &t, why, sizeof(why)), -EPERM);
+	translog_free(t);
+	t = NULL;
+	CHECK("translog subdirs: tile/ back to its owner", chown(sub(d, "tile"), geteuid(), getegid()) == 0);
+	CHECK_EQ("translog twin: its own 0755 subdirectories open", open_with(d, key, false, &t, why, sizeof(why)), 0);
+	if (!t)
+		return;
+	/* While it runs: a commit into tile/entries made other-writable fails,
+	 * the log is broken and says why, until the mode is back. */
+	CHECK("translog subdirs: tile/entries mode 0757", chmod(sub(d, "tile/entries"), 0757) == 0);
+	CHECK("translog refuses to commit into an other-writable tile/entries",
+	      append(t, 1) == 0 && translog_commit(t) < 0);
+	CHECK("translog subdirs: broken", translog_broken(t) != NULL);
+	CHECK("translog subdirs: tile/entries back to 0755", chmod(sub(d, "tile/entries"), 0755) == 0);
+	CHECK_EQ("translog twin: read back once the mode is back", translog_abort(t), 0);
+	CHECK_EQ("translog twin: commits again", append(t, 1) == 0 ? translog_commit(t) : -1, 0);
+	CHECK_EQ("translog twin: 4 entries", translog_size(t), 4);
+	translog_free(t);
+}
+
+/* A log of 2^63 entries (one partial tile, at level 7), under a checkpoint
+ * the log key signed: sizes and tile indices at their top, no overflow
+ * (ASan, UBSan); 257 appended across a tile boundary, read back. */
+static void test_huge_size(const char *base, EVP_PKEY *key)
+{
+	static struct tlog_tree tree;
+	_cleanup_(freep) char *body = NULL, *note = NULL;
+	uint8_t root[TLOG_HASH_LEN];
+	struct translog *t = NULL;
+	char d[512], why[512];
+	uint64_t size = 0;
+
+	snprintf(d, sizeof(d), "%s", sub(base, "huge"));
+	memset(&tree, 0, sizeof(tree));
+	tree.size = UINT64_C(1) << 63;
+	memset(tree.partial[7], 0x5a, 128 * TLOG_HASH_LEN);
+	tlog_tree_load(&tree);
+	tlog_tree_root(&tree, root);
+	CHECK("translog huge: planted", mkdir(d, 0755) == 0 && mkdir(sub(d, "tile"), 0755) == 0 &&
+		mkdir(sub(d, "tile/7"), 0755) == 0 && mkdir(sub(d, "tile/7/000.p"), 0755) == 0 &&
+		write_file(d, "tile/7/000.p/128", tree.partial[7], 128 * TLOG_HASH_LEN) == 0 &&
+		tlog_checkpoint_format(ORIGIN, tree.size, root, &body) == 0 &&
+		note_sign(body, ORIGIN, key, &note) == 0 &&
+		write_file(d, "checkpoint", note, strlen(note)) == 0);
+	CHECK_EQ("translog huge: a log of 2^63 opens", open_with(d, key, false, &t, why, sizeof(why)), 0);
+	if (!t)
+		return;
+	CHECK_EQ("translog huge: 257 appended and committed", append(t, 257) == 0 ? translog_commit(t) : -1, 0);
+	CHECK("translog huge: 2^63 + 257", translog_size(t) == (UINT64_C(1) << 63) + 257);
+	translog_free(t);
+	CHECK_EQ("translog huge: read back", open_append_commit(d, key, false, 1, &size), 0);
+	CHECK("translog huge: 2^63 + 258", size == (UINT64_C(1) << 63) + 258);
+}
+
 int main(void)
 {
 	char dir[] = "/tmp/test-translog.XXXXXX", cmd[64];
@@ -570,6 +664,8 @@ int main(void)
 		test_private_dir(dir, key);
 		test_rollback(dir, key);
 		test_fifos(dir, key);
+		test_private_subdirs(dir, key);
+		test_huge_size(dir, key);
 	}
 	EVP_PKEY_free(key);
 	rc = unit_summary("translog");
