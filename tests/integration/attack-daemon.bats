@@ -651,3 +651,76 @@ rotate_to() {
 	# twin-check-config-creates-no-audit-log
 	[ ! -e d/audit.jsonl ]
 }
+
+# ---- apt purge: the audit log kept, as the dynamic user left it -----------
+# postrm, run as root, moves /var/log/private/modsignd aside.  Its contents
+# are the dynamic user's: whatever it left there (names starting with a
+# dot, subdirectories, a hard link to a file elsewhere) must neither fail
+# the purge nor lead root's chown to anything outside.  The script runs
+# with /var/log under $T and its group removal cut out.
+
+# purge_with LOG-SETUP: a log directory made by LOG-SETUP (a shell command
+# in $T/var/log/private/modsignd, nobody's), then postrm purge; its status
+# in $PURGE_RC, its stderr in purge.err, the kept directory in $KEPT.
+purge_with() {
+	mkdir -p -m 0700 var/log/private
+	mkdir -m 0755 var/log/private/modsignd
+	(cd var/log/private/modsignd && eval "$1")
+	chown -hR nobody var/log/private/modsignd
+	ln -s private/modsignd var/log/modsignd
+	sed -e "s#/var/log#$T/var/log#g" -e 's/^\tif getent group modsign >\/dev\/null; then/\tif false; then/' \
+		"$REPO/debian/modsignd.postrm" >postrm
+	PURGE_RC=0
+	sh postrm purge 2>purge.err || PURGE_RC=$?
+	KEPT=$(tr -d '\r' <purge.err | sed -n 's/^modsignd: purge keeps the audit log: //p')
+}
+
+# kept_roots_alone: the kept directory is root's, 0700, and so is all in it.
+kept_roots_alone() {
+	[ -n "$KEPT" ] || { cat purge.err; return 1; }
+	[ "$(stat -c %U:%a "$KEPT")" = root:700 ] || { stat -c %U:%a "$KEPT"; return 1; }
+	[ -z "$(find "$KEPT" ! -user root)" ] || { find "$KEPT" ! -user root; return 1; }
+}
+
+@test "purge-log-of-dot-names-only-kept" {
+	purge_with 'echo "{}" >.audit.jsonl'
+	# purge-dot-names-only-succeeds (on cf45d72: chown of "DIR/*", exit 1)
+	assert_equal "$PURGE_RC" 0
+	# purge-dot-names-only-roots-alone (on cf45d72: left 0755, nobody's file)
+	run kept_roots_alone
+	assert_success
+	[ -f "$KEPT/.audit.jsonl" ]
+}
+
+@test "purge-log-subdirectory-files-chowned" {
+	purge_with 'mkdir old && echo "{}" >old/audit.jsonl.1'
+	assert_equal "$PURGE_RC" 0
+	# purge-subdirectory-roots-alone (on cf45d72: old/audit.jsonl.1 nobody's)
+	run kept_roots_alone
+	assert_success
+}
+
+# A hard link the dynamic user made to a file elsewhere (its own, or any
+# where fs.protected_hardlinks is 0: a set-uid binary loses its bit when
+# root chowns it): the file is left as it is.
+@test "purge-log-hard-link-not-chowned" {
+	echo outside >outside
+	purge_with "ln $T/outside linked; echo '{}' >audit.jsonl"
+	assert_equal "$PURGE_RC" 0
+	# purge-hard-link-target-untouched (on cf45d72: root's)
+	assert_equal "$(stat -c %U outside)" nobody
+}
+
+@test "twin-purge-keeps-audit-log-roots-alone" {
+	purge_with 'echo "{\"result\":\"ok\"}" >audit.jsonl && echo "{}" >audit.jsonl.1 && ln -s /etc/passwd l'
+	assert_equal "$PURGE_RC" 0
+	run kept_roots_alone
+	assert_success
+	# twin-purge-log-content-kept
+	run grep -c '"result":"ok"' "$KEPT/audit.jsonl"
+	assert_output 1
+	# twin-purge-link-itself-chowned-not-its-target
+	assert_equal "$(stat -c %U /etc/passwd)" root
+	# twin-purge-private-dir-emptied, the link in /var/log gone
+	[ ! -e var/log/private/modsignd ] && [ ! -L var/log/modsignd ]
+}
