@@ -724,3 +724,43 @@ kept_roots_alone() {
 	# twin-purge-private-dir-emptied, the link in /var/log gone
 	[ ! -e var/log/private/modsignd ] && [ ! -L var/log/modsignd ]
 }
+
+# ---- the metrics file over the audit log -------------------------------------
+# The metrics file is rewritten by rename every 5 s, its temporary
+# NAME.tmp unlinked first: named as the audit log (or a rotation of it,
+# or with the log as its temporary) in the same directory, it replaced the
+# record of what the keys signed with counters, silently.  Refused at
+# start, in one line; the twin: both in one directory under other names.
+
+# metrics_over_audit METRICS-NAME [AUDIT-NAME]: start with both in $T/d
+# (the audit log through a link to it, as DynamicUser= makes it).
+metrics_over_audit() {
+	mkdir -m 0755 d
+	ln -s d dl
+	try_start mo --key default=ephemeral:ecdsa-p256 --audit-log "$T/dl/${2:-audit.jsonl}" \
+		--metrics-file "$T/d/$1"
+}
+
+@test "metrics-file-same-as-audit-log-refused" {
+	metrics_over_audit audit.jsonl
+	# metrics-same-as-audit-refused (on cf45d72: started, the log replaced)
+	assert_refused
+	assert_one_line "$T/mo.err"
+	run grep -qF "metrics file $T/d/audit.jsonl: it would replace the audit log $T/dl/audit.jsonl" "$T/mo.err"
+	assert_success
+}
+
+@test "metrics-file-over-rotated-audit-log-refused" {
+	metrics_over_audit audit.jsonl.1
+	assert_refused
+}
+
+@test "metrics-temporary-is-audit-log-refused" {
+	metrics_over_audit m.prom m.prom.tmp
+	assert_refused
+}
+
+@test "twin-metrics-and-audit-in-one-directory-start" {
+	metrics_over_audit modsignd.prom
+	assert_started mo
+}
