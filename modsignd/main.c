@@ -256,7 +256,7 @@ static int setup_audit(struct daemon *d)
 	}
 	if (dirfd >= 0)
 		close(dirfd);
-	why = regular_file_refusal(r);
+	why = audit_file_refusal(r);
 	if (why)
 		return log_error_errno(r, "audit log %s: %s", d->opt.audit_log, why);
 	return log_error_errno(r, "audit log %s: %m", d->opt.audit_log);

@@ -764,3 +764,68 @@ metrics_over_audit() {
 	metrics_over_audit modsignd.prom
 	assert_started mo
 }
+
+# ---- the audit log file itself ------------------------------------------------
+# Its directory is the daemon's own (row 58), but a file found there that
+# others may write (a logrotate "create 0666", another user's) let them
+# append forged records or cut real ones: nobody appended a record with
+# "result":"ok" to a log the daemon had taken.  Refused at start, in one
+# line; on SIGHUP the old file stays in use.
+
+# audit_file_refused CHANGE: $T/d/audit.jsonl made, changed by CHANGE.
+audit_file_refused() {
+	mkdir -m 0755 d
+	: >d/audit.jsonl
+	chmod 0640 d/audit.jsonl
+	eval "$1"
+	try_start af --key default=ephemeral:ecdsa-p256 --audit-log "$T/d/audit.jsonl"
+	assert_refused
+	assert_one_line "$T/af.err"
+	run grep -qF "audit log $T/d/audit.jsonl: not the daemon's own, or group or others may write it" "$T/af.err"
+	assert_success
+}
+
+@test "audit-file-other-writable-refused" {
+	audit_file_refused "chmod 0666 d/audit.jsonl"
+}
+
+@test "audit-file-group-writable-refused" {
+	audit_file_refused "chmod 0660 d/audit.jsonl"
+}
+
+@test "audit-file-foreign-owner-refused" {
+	audit_file_refused "chown nobody d/audit.jsonl"
+}
+
+@test "audit-file-other-writable-at-reopen-keeps-old-log" {
+	mkdir -m 0755 d
+	start_daemon "$T/sock" --key default=ephemeral:ecdsa-p256 --audit-log "$T/d/audit.jsonl"
+	run signs_within 20 "$T/sock"
+	assert_success
+	local before
+	before=$(grep -c "policy reloaded" "$T/modsignd.log" || true)
+	mv d/audit.jsonl d/audit.jsonl.1
+	: >d/audit.jsonl
+	chmod 0666 d/audit.jsonl
+	kill -HUP "$DAEMON_PID"
+	run eventually 20 reloaded_since "$before"
+	assert_success
+	run signs_within 20 "$T/sock"
+	assert_success
+	# audit-file-other-writable-at-reopen-recorded-in-old-log
+	assert_equal "$(grep -c '"result":"ok"' d/audit.jsonl.1)" 2
+	[ ! -s d/audit.jsonl ]
+	run grep -qF "cannot reopen the audit log $T/d/audit.jsonl (the old one stays in use): not the daemon's own" \
+		"$T/modsignd.log"
+	assert_success
+}
+
+@test "twin-audit-file-0640-own-taken" {
+	mkdir -m 0755 d
+	echo '{"earlier":1}' >d/audit.jsonl
+	chmod 0640 d/audit.jsonl
+	start_daemon "$T/sock" --key default=ephemeral:ecdsa-p256 --audit-log "$T/d/audit.jsonl"
+	run signs_within 20 "$T/sock"
+	assert_success
+	assert_equal "$(grep -c '"result":"ok"' d/audit.jsonl)" 1
+}
