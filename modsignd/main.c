@@ -229,12 +229,17 @@ static int open_file_dir(const char *file, const char **ret_name, struct stat *r
 	const char *why;
 	int fd = private_dir_of(file, &dir, ret_name, &st);
 
-	if (ret_st)
-		*ret_st = st;
-	if (fd >= 0)
+	if (fd >= 0) {
+		if (ret_st)
+			*ret_st = st;
 		return fd;
+	}
 	if (!dir || fd == -EISDIR)
 		return log_error_errno(fd, "%s: %m", file);
+	/* Links on this path are followed (private_dir_of()): not
+	 * private_dir_refusal()'s "a symbolic link is not followed". */
+	if (fd == -ENOTDIR)
+		return log_error_errno(fd, "%s: not a directory", dir);
 	why = private_dir_refusal(fd, &st);
 	if (why)
 		return log_error_errno(fd, "%s: %s", dir, why);

@@ -829,3 +829,15 @@ audit_file_refused() {
 	assert_success
 	assert_equal "$(grep -c '"result":"ok"' d/audit.jsonl)" 1
 }
+
+# The directory of the audit log or metrics file is reached through links
+# (private_dir_of()): a path whose directory is no directory is named as
+# such, not as "a symbolic link is not followed", which is untrue there.
+@test "metrics-dir-not-a-directory-named" {
+	: >d
+	try_start nd --key default=ephemeral:ecdsa-p256 --metrics-file "$T/d/m.prom"
+	assert_refused
+	assert_one_line "$T/nd.err"
+	run grep -qxF "modsignd: $T/d: not a directory" "$T/nd.err"
+	assert_success
+}
