@@ -671,7 +671,8 @@ purge_with() {
 	sed -e "s#/var/log#$T/var/log#g" -e 's/^\tif getent group modsign >\/dev\/null; then/\tif false; then/' \
 		"$REPO/debian/modsignd.postrm" >postrm
 	PURGE_RC=0
-	sh postrm purge 2>purge.err || PURGE_RC=$?
+	# PURGE_PRE: run first in the shell that then becomes postrm (its $$)
+	sh -c "${PURGE_PRE:-:}; exec sh postrm purge" 2>purge.err || PURGE_RC=$?
 	KEPT=$(tr -d '\r' <purge.err | sed -n 's/^modsignd: purge keeps the audit log: //p')
 }
 
@@ -709,6 +710,25 @@ kept_roots_alone() {
 	assert_equal "$PURGE_RC" 0
 	# purge-hard-link-target-untouched (on cf45d72: root's)
 	assert_equal "$(stat -c %U outside)" nobody
+}
+
+# The name the log is moved to already taken, and the one tried next
+# (postrm's first fallback was NAME.$$): the log is never moved into a
+# directory found there (mv without -T did: NAME.$$/modsignd, while the
+# purge named NAME.$$).  date is pinned so the name is known.
+@test "purge-name-taken-not-moved-into" {
+	mkdir bin
+	printf '#!/bin/sh\necho 20260101T000000Z\n' >bin/date
+	chmod 755 bin/date
+	local base=var/log/modsignd.purged-20260101T000000Z
+	PATH=$T/bin:$PATH PURGE_PRE="mkdir -p $base $base.1 $base.\$\$" purge_with 'echo "{}" >audit.jsonl'
+	assert_equal "$PURGE_RC" 0
+	# purge-name-taken-log-where-said (on cf45d72: in NAME.PID/modsignd)
+	[ -f "$KEPT/audit.jsonl" ] || { echo "said $KEPT"; find var/log; false; }
+	run kept_roots_alone
+	assert_success
+	# purge-name-taken-directories-found-left-empty
+	[ -z "$(ls -A "$T/$base")" ] && [ -z "$(ls -A "$T/$base.1")" ]
 }
 
 @test "twin-purge-keeps-audit-log-roots-alone" {
