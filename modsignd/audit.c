@@ -442,6 +442,7 @@ int audit_reopen(struct audit *a)
 {
 	_cleanup_(closep) int fd = -1;
 	struct log_file next;
+	struct stat st;
 	int r;
 
 	if (a->dirfd < 0)
@@ -454,6 +455,13 @@ int audit_reopen(struct audit *a)
 	fd = regular_file_openat(a->dirfd, a->name, O_RDWR | O_APPEND | O_CREAT, 0640);
 	if (fd < 0)
 		return fd;
+	/* Nobody else may write the records (nor has open_log() cut or
+	 * extend a file of someone else's): the daemon's own, writable by
+	 * neither group nor others, as its directory. */
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_uid != geteuid() || (st.st_mode & (S_IWGRP | S_IWOTH)))
+		return -EPERM;
 	r = open_log(&next, fd);
 	if (r < 0)
 		return r;
@@ -466,6 +474,13 @@ int audit_reopen(struct audit *a)
 	a->f = next;
 	a->dirty = false;
 	return 0;
+}
+
+const char *audit_file_refusal(int r)
+{
+	if (r == -EPERM)
+		return "not the daemon's own, or group or others may write it (chown it, chmod go-w)";
+	return regular_file_refusal(r);
 }
 
 void audit_free(struct audit *a)

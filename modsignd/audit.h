@@ -55,7 +55,8 @@ struct audit;
  * a regular file (regular_file_openat()), created mode 0640 if absent.
  * *@ret owns @dirfd from then on, and reopens @name there on SIGHUP; on
  * failure @dirfd stays the caller's.  Returns 0 or -errno (-EINVAL: not a
- * regular file, -ELOOP: a symbolic link). */
+ * regular file, -ELOOP: a symbolic link, -EPERM: not the daemon's own, or
+ * group or others may write it). */
 int audit_new(int dirfd, const char *name, struct audit **ret);
 
 /* Append @e to the log file only.  Returns 0, or -errno when the write
@@ -96,6 +97,11 @@ int audit_sync(struct audit *a);
  * directory opened at start; pending summaries go to the old file first.
  * On failure (as audit_new()'s) the old file stays in use. */
 int audit_reopen(struct audit *a);
+
+/* Why audit_new() or audit_reopen() refused the file, for a message
+ * "FILE: WHY" (-EPERM: not the daemon's own, or group or others may write
+ * it; regular_file_refusal()'s); NULL for another error. */
+const char *audit_file_refusal(int r);
 
 /* Write pending summaries, sync, close; accepts NULL. */
 void audit_free(struct audit *a);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <openssl/ssl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,8 @@ struct daemon {
 	struct policy policy;
 	struct audit *audit;
 	struct metrics *metrics;
+	struct stat audit_dir; /* the audit log's directory, if any */
+	const char *audit_name; /* its name there; NULL: none */
 	struct translog *translog;
 	SSL_CTX *tls;
 	struct server *server;
@@ -219,17 +222,24 @@ static int open_listeners(struct daemon *d)
 /* The directory of a file the daemon writes (the audit log, the metrics
  * file), opened once, here, and used by descriptor from then on: one line
  * "DIR: why" when it is not the daemon's own or others may write it. */
-static int open_file_dir(const char *file, const char **ret_name)
+static int open_file_dir(const char *file, const char **ret_name, struct stat *ret_st)
 {
 	_cleanup_(freep) char *dir = NULL;
 	struct stat st;
 	const char *why;
 	int fd = private_dir_of(file, &dir, ret_name, &st);
 
-	if (fd >= 0)
+	if (fd >= 0) {
+		if (ret_st)
+			*ret_st = st;
 		return fd;
+	}
 	if (!dir || fd == -EISDIR)
 		return log_error_errno(fd, "%s: %m", file);
+	/* Links on this path are followed (private_dir_of()): not
+	 * private_dir_refusal()'s "a symbolic link is not followed". */
+	if (fd == -ENOTDIR)
+		return log_error_errno(fd, "%s: not a directory", dir);
 	why = private_dir_refusal(fd, &st);
 	if (why)
 		return log_error_errno(fd, "%s: %s", dir, why);
@@ -241,29 +251,51 @@ static int setup_audit(struct daemon *d)
 	const char *name = NULL, *why;
 	int dirfd = -1, r;
 
-	if (d->opt.audit_log && (dirfd = open_file_dir(d->opt.audit_log, &name)) < 0)
+	if (d->opt.audit_log &&
+	    (dirfd = open_file_dir(d->opt.audit_log, &name, &d->audit_dir)) < 0)
 		return dirfd;
 	r = audit_new(dirfd, name, &d->audit);
-	if (r >= 0)
+	if (r >= 0) {
+		d->audit_name = name;
 		return 0;
+	}
 	if (dirfd >= 0)
 		close(dirfd);
-	why = regular_file_refusal(r);
+	why = audit_file_refusal(r);
 	if (why)
 		return log_error_errno(r, "audit log %s: %s", d->opt.audit_log, why);
 	return log_error_errno(r, "audit log %s: %m", d->opt.audit_log);
 }
 
+/* Whether the metrics file @name (rewritten by rename every 5 s) or its
+ * temporary NAME.tmp (unlinked first) would be the audit log @audit or
+ * one of its rotations (AUDIT.1, AUDIT.1.gz, ...), in one directory. */
+static bool metrics_clobbers_audit(const char *name, const char *audit)
+{
+	size_t n = strlen(name), a = strlen(audit);
+
+	if (strncmp(name, audit, a) == 0 && (name[a] == '\0' || name[a] == '.'))
+		return true;
+	return a == n + 4 && strncmp(audit, name, n) == 0 && strcmp(audit + n, ".tmp") == 0;
+}
+
 static int setup_metrics(struct daemon *d)
 {
 	const char *name = NULL;
+	struct stat st;
 	int dirfd, r;
 
 	if (!d->opt.metrics_file)
 		return 0;
-	dirfd = open_file_dir(d->opt.metrics_file, &name);
+	dirfd = open_file_dir(d->opt.metrics_file, &name, &st);
 	if (dirfd < 0)
 		return dirfd;
+	if (d->audit_name && st.st_dev == d->audit_dir.st_dev && st.st_ino == d->audit_dir.st_ino &&
+	    metrics_clobbers_audit(name, d->audit_name)) {
+		close(dirfd);
+		return log_error_errno(-EEXIST, "metrics file %s: it would replace the audit log %s",
+				       d->opt.metrics_file, d->opt.audit_log);
+	}
 	r = metrics_new(dirfd, name, &d->metrics);
 	if (r < 0) {
 		close(dirfd);

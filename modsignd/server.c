@@ -1299,7 +1299,7 @@ static void reload(struct server *s)
 	r = audit_reopen(s->audit);
 	if (r < 0)
 		log_error("SIGHUP: cannot reopen the audit log %s (the old one stays in use): %s",
-			  s->cfg.audit_log ?: "", regular_file_refusal(r) ?: strerror(-r));
+			  s->cfg.audit_log ?: "", audit_file_refusal(r) ?: strerror(-r));
 	sd_notify(0, "READY=1");
 }
 

@@ -651,3 +651,213 @@ rotate_to() {
 	# twin-check-config-creates-no-audit-log
 	[ ! -e d/audit.jsonl ]
 }
+
+# ---- apt purge: the audit log kept, as the dynamic user left it -----------
+# postrm, run as root, moves /var/log/private/modsignd aside.  Its contents
+# are the dynamic user's: whatever it left there (names starting with a
+# dot, subdirectories, a hard link to a file elsewhere) must neither fail
+# the purge nor lead root's chown to anything outside.  The script runs
+# with /var/log under $T and its group removal cut out.
+
+# purge_with LOG-SETUP: a log directory made by LOG-SETUP (a shell command
+# in $T/var/log/private/modsignd, nobody's), then postrm purge; its status
+# in $PURGE_RC, its stderr in purge.err, the kept directory in $KEPT.
+purge_with() {
+	mkdir -p -m 0700 var/log/private
+	mkdir -m 0755 var/log/private/modsignd
+	(cd var/log/private/modsignd && eval "$1")
+	chown -hR nobody var/log/private/modsignd
+	ln -s private/modsignd var/log/modsignd
+	sed -e "s#/var/log#$T/var/log#g" -e 's/^\tif getent group modsign >\/dev\/null; then/\tif false; then/' \
+		"$REPO/debian/modsignd.postrm" >postrm
+	PURGE_RC=0
+	# PURGE_PRE: run first in the shell that then becomes postrm (its $$)
+	sh -c "${PURGE_PRE:-:}; exec sh postrm purge" 2>purge.err || PURGE_RC=$?
+	KEPT=$(tr -d '\r' <purge.err | sed -n 's/^modsignd: purge keeps the audit log: //p')
+}
+
+# kept_roots_alone: the kept directory is root's, 0700, and so is all in it.
+kept_roots_alone() {
+	[ -n "$KEPT" ] || { cat purge.err; return 1; }
+	[ "$(stat -c %U:%a "$KEPT")" = root:700 ] || { stat -c %U:%a "$KEPT"; return 1; }
+	[ -z "$(find "$KEPT" ! -user root)" ] || { find "$KEPT" ! -user root; return 1; }
+}
+
+@test "purge-log-of-dot-names-only-kept" {
+	purge_with 'echo "{}" >.audit.jsonl'
+	# purge-dot-names-only-succeeds (on cf45d72: chown of "DIR/*", exit 1)
+	assert_equal "$PURGE_RC" 0
+	# purge-dot-names-only-roots-alone (on cf45d72: left 0755, nobody's file)
+	run kept_roots_alone
+	assert_success
+	[ -f "$KEPT/.audit.jsonl" ]
+}
+
+@test "purge-log-subdirectory-files-chowned" {
+	purge_with 'mkdir old && echo "{}" >old/audit.jsonl.1'
+	assert_equal "$PURGE_RC" 0
+	# purge-subdirectory-roots-alone (on cf45d72: old/audit.jsonl.1 nobody's)
+	run kept_roots_alone
+	assert_success
+}
+
+# A hard link the dynamic user made to a file elsewhere (its own, or any
+# where fs.protected_hardlinks is 0: a set-uid binary loses its bit when
+# root chowns it): the file is left as it is.
+@test "purge-log-hard-link-not-chowned" {
+	echo outside >outside
+	purge_with "ln $T/outside linked; echo '{}' >audit.jsonl"
+	assert_equal "$PURGE_RC" 0
+	# purge-hard-link-target-untouched (on cf45d72: root's)
+	assert_equal "$(stat -c %U outside)" nobody
+}
+
+# The name the log is moved to already taken, and the one tried next
+# (postrm's first fallback was NAME.$$): the log is never moved into a
+# directory found there (mv without -T did: NAME.$$/modsignd, while the
+# purge named NAME.$$).  date is pinned so the name is known.
+@test "purge-name-taken-not-moved-into" {
+	mkdir bin
+	printf '#!/bin/sh\necho 20260101T000000Z\n' >bin/date
+	chmod 755 bin/date
+	local base=var/log/modsignd.purged-20260101T000000Z
+	PATH=$T/bin:$PATH PURGE_PRE="mkdir -p $base $base.1 $base.\$\$" purge_with 'echo "{}" >audit.jsonl'
+	assert_equal "$PURGE_RC" 0
+	# purge-name-taken-log-where-said (on cf45d72: in NAME.PID/modsignd)
+	[ -f "$KEPT/audit.jsonl" ] || { echo "said $KEPT"; find var/log; false; }
+	run kept_roots_alone
+	assert_success
+	# purge-name-taken-directories-found-left-empty
+	[ -z "$(ls -A "$T/$base")" ] && [ -z "$(ls -A "$T/$base.1")" ]
+}
+
+@test "twin-purge-keeps-audit-log-roots-alone" {
+	purge_with 'echo "{\"result\":\"ok\"}" >audit.jsonl && echo "{}" >audit.jsonl.1 && ln -s /etc/passwd l'
+	assert_equal "$PURGE_RC" 0
+	run kept_roots_alone
+	assert_success
+	# twin-purge-log-content-kept
+	run grep -c '"result":"ok"' "$KEPT/audit.jsonl"
+	assert_output 1
+	# twin-purge-link-itself-chowned-not-its-target
+	assert_equal "$(stat -c %U /etc/passwd)" root
+	# twin-purge-private-dir-emptied, the link in /var/log gone
+	[ ! -e var/log/private/modsignd ] && [ ! -L var/log/modsignd ]
+}
+
+# ---- the metrics file over the audit log -------------------------------------
+# The metrics file is rewritten by rename every 5 s, its temporary
+# NAME.tmp unlinked first: named as the audit log (or a rotation of it,
+# or with the log as its temporary) in the same directory, it replaced the
+# record of what the keys signed with counters, silently.  Refused at
+# start, in one line; the twin: both in one directory under other names.
+
+# metrics_over_audit METRICS-NAME [AUDIT-NAME]: start with both in $T/d
+# (the audit log through a link to it, as DynamicUser= makes it).
+metrics_over_audit() {
+	mkdir -m 0755 d
+	ln -s d dl
+	try_start mo --key default=ephemeral:ecdsa-p256 --audit-log "$T/dl/${2:-audit.jsonl}" \
+		--metrics-file "$T/d/$1"
+}
+
+@test "metrics-file-same-as-audit-log-refused" {
+	metrics_over_audit audit.jsonl
+	# metrics-same-as-audit-refused (on cf45d72: started, the log replaced)
+	assert_refused
+	assert_one_line "$T/mo.err"
+	run grep -qF "metrics file $T/d/audit.jsonl: it would replace the audit log $T/dl/audit.jsonl" "$T/mo.err"
+	assert_success
+}
+
+@test "metrics-file-over-rotated-audit-log-refused" {
+	metrics_over_audit audit.jsonl.1
+	assert_refused
+}
+
+@test "metrics-temporary-is-audit-log-refused" {
+	metrics_over_audit m.prom m.prom.tmp
+	assert_refused
+}
+
+@test "twin-metrics-and-audit-in-one-directory-start" {
+	metrics_over_audit modsignd.prom
+	assert_started mo
+}
+
+# ---- the audit log file itself ------------------------------------------------
+# Its directory is the daemon's own (row 58), but a file found there that
+# others may write (a logrotate "create 0666", another user's) let them
+# append forged records or cut real ones: nobody appended a record with
+# "result":"ok" to a log the daemon had taken.  Refused at start, in one
+# line; on SIGHUP the old file stays in use.
+
+# audit_file_refused CHANGE: $T/d/audit.jsonl made, changed by CHANGE.
+audit_file_refused() {
+	mkdir -m 0755 d
+	: >d/audit.jsonl
+	chmod 0640 d/audit.jsonl
+	eval "$1"
+	try_start af --key default=ephemeral:ecdsa-p256 --audit-log "$T/d/audit.jsonl"
+	assert_refused
+	assert_one_line "$T/af.err"
+	run grep -qF "audit log $T/d/audit.jsonl: not the daemon's own, or group or others may write it" "$T/af.err"
+	assert_success
+}
+
+@test "audit-file-other-writable-refused" {
+	audit_file_refused "chmod 0666 d/audit.jsonl"
+}
+
+@test "audit-file-group-writable-refused" {
+	audit_file_refused "chmod 0660 d/audit.jsonl"
+}
+
+@test "audit-file-foreign-owner-refused" {
+	audit_file_refused "chown nobody d/audit.jsonl"
+}
+
+@test "audit-file-other-writable-at-reopen-keeps-old-log" {
+	mkdir -m 0755 d
+	start_daemon "$T/sock" --key default=ephemeral:ecdsa-p256 --audit-log "$T/d/audit.jsonl"
+	run signs_within 20 "$T/sock"
+	assert_success
+	local before
+	before=$(grep -c "policy reloaded" "$T/modsignd.log" || true)
+	mv d/audit.jsonl d/audit.jsonl.1
+	: >d/audit.jsonl
+	chmod 0666 d/audit.jsonl
+	kill -HUP "$DAEMON_PID"
+	run eventually 20 reloaded_since "$before"
+	assert_success
+	run signs_within 20 "$T/sock"
+	assert_success
+	# audit-file-other-writable-at-reopen-recorded-in-old-log
+	assert_equal "$(grep -c '"result":"ok"' d/audit.jsonl.1)" 2
+	[ ! -s d/audit.jsonl ]
+	run grep -qF "cannot reopen the audit log $T/d/audit.jsonl (the old one stays in use): not the daemon's own" \
+		"$T/modsignd.log"
+	assert_success
+}
+
+@test "twin-audit-file-0640-own-taken" {
+	mkdir -m 0755 d
+	echo '{"earlier":1}' >d/audit.jsonl
+	chmod 0640 d/audit.jsonl
+	start_daemon "$T/sock" --key default=ephemeral:ecdsa-p256 --audit-log "$T/d/audit.jsonl"
+	run signs_within 20 "$T/sock"
+	assert_success
+	assert_equal "$(grep -c '"result":"ok"' d/audit.jsonl)" 1
+}
+
+# The directory of the audit log or metrics file is reached through links
+# (private_dir_of()): a path whose directory is no directory is named as
+# such, not as "a symbolic link is not followed", which is untrue there.
+@test "metrics-dir-not-a-directory-named" {
+	: >d
+	try_start nd --key default=ephemeral:ecdsa-p256 --metrics-file "$T/d/m.prom"
+	assert_refused
+	assert_one_line "$T/nd.err"
+	run grep -qxF "modsignd: $T/d: not a directory" "$T/nd.err"
+	assert_success
+}
