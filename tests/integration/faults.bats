@@ -426,7 +426,8 @@ daemon_killed() {
 }
 
 # ---- the module replaced by a rename while its signature is on the way --
-# A relay in front of the daemon holds each reply until told to go on; in
+# A relay in front of the daemon holds each reply that carries a signature
+# until told to go on (a `cert` reply passes: the client pins it first); in
 # between, a rebuild renames a new module over the one being signed. The
 # client must not put a signed copy of the old body over the new file.
 relay() { # SOCK DAEMON-SOCK GO-FILE
@@ -440,13 +441,20 @@ def frame(s):  # one length-prefixed message (docs/PROTOCOL.md)
         b += c
     return b
 srv = socket.socket(socket.AF_UNIX); srv.bind(sys.argv[1]); srv.listen(4)
-while True:
-    c, _ = srv.accept(); d = socket.socket(socket.AF_UNIX); d.connect(sys.argv[2])
-    d.sendall(frame(c)); reply = frame(d)
+def hold():  # until the test says go
     open(sys.argv[1] + ".held", "w").close()
     while not os.path.exists(sys.argv[3]): time.sleep(0.02)
     os.unlink(sys.argv[3]); os.unlink(sys.argv[1] + ".held")
-    c.sendall(reply); c.close(); d.close()
+while True:
+    c, _ = srv.accept(); d = socket.socket(socket.AF_UNIX); d.connect(sys.argv[2])
+    try:
+        while True:  # the client asks `cert` first (the pool pins it), then `sign`
+            d.sendall(frame(c)); reply = frame(d)
+            if b'"signature"' in reply: hold()
+            c.sendall(reply)
+    except (EOFError, OSError):
+        pass
+    c.close(); d.close()
 PY
 }
 
