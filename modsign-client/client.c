@@ -283,13 +283,16 @@ static char *config_user_path(void)
  * Open the config file @path if its owner answers for it (owned_file_open:
  * root's or the caller's, writable by neither group nor others, a regular
  * file, not through a link, a FIFO not waited on).  Says why not, except
- * for -ENOENT: whether a missing file matters is the caller's to say.
+ * for -ENOENT and @quiet: whether a missing file matters is the caller's
+ * to say.
  */
-static int config_open(const char *path)
+static int config_open_quiet(const char *path, int quiet)
 {
 	struct stat st;
 	int fd = owned_file_open(path, CONFIG_FORBIDDEN_MODE, &st);
 
+	if (fd == quiet)
+		return fd;
 	if (fd == -EPERM && (st.st_mode & CONFIG_FORBIDDEN_MODE))
 		warn_msg("%s: mode %04o: group or others may write it (chmod go-w)", path,
 			 (unsigned)(st.st_mode & 07777));
@@ -303,6 +306,11 @@ static int config_open(const char *path)
 	else if (fd < 0 && fd != -ENOENT)
 		warn_msg("%s: %s", path, strerror(-fd));
 	return fd;
+}
+
+static int config_open(const char *path)
+{
+	return config_open_quiet(path, -ENOENT);
 }
 
 /* The config file: $MODSIGN_CONFIG (which must exist), else the caller's
@@ -321,7 +329,12 @@ static int config_find(const char **ret_path, char **ret_user)
 		return fd;
 	}
 	*ret_user = config_user_path();
-	fd = *ret_user ? config_open(*ret_user) : -ENOENT;
+	fd = *ret_user ? config_open_quiet(*ret_user, -EACCES) : -ENOENT;
+	/* A home the caller may not search or a file it may not read holds
+	 * nothing of its own (`sudo -u builder` without -H keeps root's
+	 * HOME): as ssh does with ~/.ssh/config, the system's is read. */
+	if (fd == -EACCES)
+		fd = -ENOENT;
 	if (fd != -ENOENT) {
 		*ret_path = *ret_user;
 		return fd;

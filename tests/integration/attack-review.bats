@@ -385,6 +385,26 @@ as_nobody() {
 	assert_output --partial "client.conf: owner uid 65534: neither root nor uid 0"
 }
 
+@test "client-config-home-it-cannot-search-is-no-config" {
+	# A user keeping a HOME it may not search (`sudo -u builder` without
+	# -H, setpriv: HOME=/root) stopped with "Permission denied", exit 2,
+	# after the fix of row 61; as ssh, such a home holds no file of its
+	# own and the system's (or none) is read.  policy.bats's
+	# supplementary-group-allows runs the client so.
+	start_daemon "$T/d.sock" --key default=ephemeral:ecdsa-p256 --allow uid:65534 \
+		--socket-mode 0666
+	[ "$(stat -c %a /root)" = 700 ] || skip "/root is searchable here"
+	run runuser -u nobody -- env -u MODSIGN_CONFIG HOME=/root \
+		MODSIGN_SERVER="unix:$T/d.sock" "$(nobody_client)" status
+	assert_success
+	assert_output --partial "server: unix:$T/d.sock"
+	# Twin: a home it can search still has its file checked, not skipped.
+	conf_in "$T/alice" daemon 0644 "unix:$T/d.sock"
+	run as_nobody "$T/alice" status
+	assert_failure
+	assert_output --partial "client.conf: owner uid 1: neither root nor uid 65534"
+}
+
 @test "client-config-writable-by-group-or-others-refused" {
 	start_daemon "$T/d.sock" --key default=ephemeral:ecdsa-p256 --allow uid:65534 \
 		--socket-mode 0666
