@@ -533,29 +533,88 @@ static int32_t control_at(const char *s, size_t *ret_len)
 	return c < 0x20 || (c >= 0x7f && c <= 0x9f) ? (int32_t)c : -1;
 }
 
-int text_escape_controls(const char *s, bool keep_newlines, char **ret)
-{
-	size_t len = strlen(s), o = 0, n;
-	char *out;
+/* What escape_text() escapes besides control characters. */
+enum {
+	ESCAPE_KEEP_NEWLINES = 1 << 0, /* text of several lines: '\n' as it is */
+	ESCAPE_QUOTED = 1 << 1,        /* inside "...": '"' and '\\' too */
+};
 
-	if (len > (SIZE_MAX - 1) / 4)
-		return -ENOMEM;
-	out = malloc(len * 4 + 1); /* each byte of a control grows to four */
-	if (!out)
-		return -ENOMEM;
+/*
+ * The one escaper of text for terminals and log lines: @s into @out (NULL:
+ * only count), each byte of a control character as \xHH, and with
+ * ESCAPE_QUOTED a double quote or backslash after a backslash, so that
+ * the quoted text ends only at its closing quote.  Returns the length
+ * written, without a NUL.
+ */
+static size_t escape_text(char *out, const char *s, unsigned flags)
+{
+	size_t o = 0, n;
+
 	for (; *s; s += n) {
 		int32_t c = control_at(s, &n);
 
-		if (c < 0 || (c == '\n' && keep_newlines)) {
-			memcpy(out + o, s, n);
-			o += n;
+		if (c >= 0 && !(c == '\n' && (flags & ESCAPE_KEEP_NEWLINES))) {
+			for (size_t i = 0; i < n; i++, o += 4)
+				if (out)
+					sprintf(out + o, "\\x%02x", (unsigned char)s[i]);
 			continue;
 		}
-		for (size_t i = 0; i < n; i++)
-			o += (size_t)sprintf(out + o, "\\x%02x", (unsigned char)s[i]);
+		if ((flags & ESCAPE_QUOTED) && (*s == '"' || *s == '\\')) {
+			if (out)
+				out[o] = '\\';
+			o++;
+		}
+		if (out)
+			memcpy(out + o, s, n);
+		o += n;
 	}
-	out[o] = '\0';
+	return o;
+}
+
+int text_escape_controls(const char *s, bool keep_newlines, char **ret)
+{
+	unsigned flags = keep_newlines ? ESCAPE_KEEP_NEWLINES : 0;
+	size_t len = escape_text(NULL, s, flags);
+	char *out = malloc(len + 1);
+
+	if (!out)
+		return -ENOMEM;
+	escape_text(out, s, flags);
+	out[len] = '\0';
 	*ret = out;
+	return 0;
+}
+
+/* A name that reads as one word next to "key=value" fields, alike in
+ * every script a terminal may show: ASCII letters, digits and these. */
+static bool name_is_plain(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!isascii((unsigned char)*s) ||
+		    !(isalnum((unsigned char)*s) || strchr("-._:@+", *s)))
+			return false;
+	return true;
+}
+
+int text_quote_name(const char *s, char *buf, size_t size)
+{
+	size_t len;
+
+	if (name_is_plain(s)) {
+		len = strlen(s);
+		if (len >= size)
+			return -ENOBUFS;
+		memcpy(buf, s, len + 1);
+		return 0;
+	}
+	len = escape_text(NULL, s, ESCAPE_QUOTED);
+	if (len + 3 > size)
+		return -ENOBUFS;
+	buf[0] = '"';
+	escape_text(buf + 1, s, ESCAPE_QUOTED);
+	memcpy(buf + 1 + len, "\"", 2);
 	return 0;
 }
 

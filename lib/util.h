@@ -99,6 +99,20 @@ int utf8_replace_invalid(const char *s, char **ret);
 int text_escape_controls(const char *s, bool keep_newlines, char **ret);
 
 /*
+ * @s (a certificate's name, UTF-8 free of controls) as one field of a log
+ * line or an audit record, which nothing in it can make look like another
+ * field ("cn=builder-1 addr=10.9.9.9:1" is not two): as it is when plain,
+ * non-empty and every byte an ASCII letter, digit or one of "-._:@+"; else
+ * between double quotes, a '"' or '\' inside written after a backslash and
+ * controls as text_escape_controls() shows them.  So builder-1 stays
+ * as it is, and "builder-1 addr=10.9.9.9:1", "Jürgen" or "bаd" (with a
+ * Cyrillic а) are quoted: a name with any other byte is never bare.  Written to @buf of @size with its NUL;
+ * returns 0, or -ENOBUFS when it does not fit (at most 2 * strlen(@s) + 3
+ * bytes without controls, 4 * strlen(@s) + 3 with them).
+ */
+int text_quote_name(const char *s, char *buf, size_t size);
+
+/*
  * A copy of the JSON text @json (as json-c writes it: C0 controls in
  * strings already escaped) in *@ret with DEL and C1 controls written as
  * \u escapes and each byte outside a well-formed UTF-8 sequence as

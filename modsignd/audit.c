@@ -24,9 +24,9 @@
 /* Refusals of one unauthenticated source for one reason, this interval. */
 struct refusals {
 	bool used;
-	char source[PEER_MAX_CN + 8];
+	char source[PEER_MAX_IDENTITY];
 	char reason[AUDIT_MAX_REASON];
-	char peer[PEER_MAX_CN + 72]; /* the last one counted */
+	char peer[PEER_MAX_DESC];   /* the last one counted */
 	char first[48], last[48];    /* wall-clock times of the counted ones */
 	uint64_t start_ms;           /* monotonic: when the recorded one came */
 	uint64_t count;              /* since the recorded one, not recorded apart */

@@ -36,7 +36,7 @@
 
 #define AUDIT_REFUSAL_INTERVAL_S 60u
 #define AUDIT_REFUSAL_SOURCES 64u  /* sources tracked apart; the rest share one */
-#define AUDIT_MAX_REASON (PEER_MAX_CN + 64)
+#define AUDIT_MAX_REASON (PEER_MAX_IDENTITY + 64)
 
 struct audit_event {
 	const struct peer *peer;

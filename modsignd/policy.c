@@ -168,13 +168,19 @@ int peer_from_socket(int fd, struct peer *ret)
 
 void peer_from_cn(const char *cn, const char *addr, struct peer *ret)
 {
+	char name[PEER_MAX_IDENTITY - 3];
+
 	memset(ret, 0, sizeof(*ret));
 	ret->tls = true;
 	ret->uid = (uid_t)-1;
 	ret->gid = (gid_t)-1;
 	snprintf(ret->cn, sizeof(ret->cn), "%s", cn);
-	snprintf(ret->identity, sizeof(ret->identity), "cn:%s", cn);
-	snprintf(ret->desc, sizeof(ret->desc), "cn=%s addr=%.56s", ret->cn, addr);
+	/* A name too long to quote is not tls_peer_cn()'s; it is not shown
+	 * cut, as a quote left open would take in the fields after it. */
+	if (text_quote_name(ret->cn, name, sizeof(name)) < 0)
+		snprintf(name, sizeof(name), "(unprintable)");
+	snprintf(ret->identity, sizeof(ret->identity), "cn:%s", name);
+	snprintf(ret->desc, sizeof(ret->desc), "cn=%s addr=%.56s", name, addr);
 }
 
 static bool in_groups(const struct peer *peer, unsigned long gid)

@@ -20,6 +20,11 @@
 #define POLICY_MAX_KEYS 64   /* keys named by one rule */
 #define PEER_MAX_GROUPS 64
 #define PEER_MAX_CN 256
+/* "cn:" and a name as text_quote_name() writes it: a name tls_name_ok()
+ * took has no controls, so quoted it is at most twice as long, plus two
+ * quotes.  The description adds the address. */
+#define PEER_MAX_IDENTITY (2 * PEER_MAX_CN + 8)
+#define PEER_MAX_DESC (PEER_MAX_IDENTITY + 72)
 
 enum rule_kind { RULE_UID, RULE_GID, RULE_CN };
 
@@ -44,9 +49,12 @@ struct peer {
 	gid_t gid;
 	gid_t groups[PEER_MAX_GROUPS];
 	size_t n_groups;
-	char cn[PEER_MAX_CN];
-	char identity[PEER_MAX_CN + 8]; /* "uid:1000" or "cn:builder-1", for audit */
-	char desc[PEER_MAX_CN + 72];    /* identity plus pid or address, for logs */
+	char cn[PEER_MAX_CN];           /* the bytes the policy compares */
+	/* For audit and logs: "uid:1000" or "cn:builder-1", a name that is not
+	 * plain quoted (cn:"builder 1"); with pid or address, "cn=builder-1
+	 * addr=10.0.0.7:53122". */
+	char identity[PEER_MAX_IDENTITY];
+	char desc[PEER_MAX_DESC];
 };
 
 /* Add a rule.  -EINVAL bad form, -ENOENT unknown user or group, -E2BIG full. */
@@ -58,7 +66,10 @@ void policy_default(struct policy *p);
 /* Read the credentials of a connected UNIX socket. */
 int peer_from_socket(int fd, struct peer *ret);
 
-/* Fill the identity of a TLS peer whose certificate has common name @cn. */
+/* Fill the identity of a TLS peer whose certificate has common name @cn
+ * (shorter than PEER_MAX_CN, free of controls: tls_peer_cn()'s), connected
+ * from @addr ("host:port"); the name is quoted in identity and desc as
+ * text_quote_name() says, so that no name reads as another field. */
 void peer_from_cn(const char *cn, const char *addr, struct peer *ret);
 
 /* Whether any rule names @peer. */

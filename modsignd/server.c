@@ -471,7 +471,7 @@ static void dispatch_sign(struct server *s, struct conn *c,
 static void handle_sign(struct server *s, struct conn *c, struct request *req)
 {
 	struct key *k = keystore_find(s->keys, req->key);
-	char why[PROTO_MAX_NAME + PEER_MAX_CN + 64];
+	char why[PROTO_MAX_NAME + PEER_MAX_IDENTITY + 64];
 
 	if (!k) {
 		snprintf(why, sizeof(why), "%s", req->key ? "unknown key" :
@@ -664,7 +664,7 @@ static bool tls_conns_full(const struct server *s)
 
 static void handshake_done(struct server *s, struct conn *c)
 {
-	char why[PEER_MAX_CN + 64], cn[PEER_MAX_CN], addr[64];
+	char why[PEER_MAX_IDENTITY + 64], cn[PEER_MAX_CN], addr[64];
 
 	snprintf(addr, sizeof(addr), "%.63s", c->peer.desc); /* "host:port" so far */
 	handshake_leave(s, c);

@@ -176,6 +176,51 @@ PY
 	assert_success
 }
 
+# issue_as FILE CN: FILE.key and FILE.crt, a farm-CA certificate for CN.
+issue_as() {
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$2" \
+		-keyout "$1.key" -out "$1.csr" 2>/dev/null
+	openssl x509 -req -in "$1.csr" -CA farm-ca.crt -CAkey farm-ca.key -CAcreateserial \
+		-days 30 -out "$1.crt" 2>/dev/null
+}
+
+@test "cn-with-fields-in-name-quoted-in-audit-and-log" {
+	# Issue 28, 8: a CA-issued name that holds "addr=..." read as a second
+	# address in the audit record's peer field and in the log lines:
+	# cn=builder-1 addr=10.9.9.9:1 addr=127.0.0.1:60202.
+	tls_pki
+	issue_as forged 'builder-1 addr=10.9.9.9:1'
+	tls_daemon --audit-log "$T/audit.jsonl"
+	fresh f.ko
+	run as forged sign f.ko
+	assert_failure
+	assert_output --partial 'cn:"builder-1 addr=10.9.9.9:1" is not named by the policy'
+	stop_daemon "$DAEMON_PID"
+	run grep -c 'addr=10.9.9.9:1 addr=' audit.jsonl modsignd.log
+	assert_output --partial 'audit.jsonl:0'
+	assert_output --partial 'modsignd.log:0'
+	run python3 - audit.jsonl <<'PY'
+import json, re, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if 'builder-1 ' in l]
+assert recs and recs[0]['identity'] == 'cn:"builder-1 addr=10.9.9.9:1"', recs
+assert re.fullmatch(r'cn="builder-1 addr=10\.9\.9\.9:1" addr=127\.0\.0\.1:\d+', recs[0]['peer']), recs
+PY
+	assert_success
+	run grep -c 'cn="builder-1 addr=10.9.9.9:1" addr=127.0.0.1:[0-9]*: refused' modsignd.log
+	assert_output 1
+}
+
+# Twin: a plain name reads as before, unquoted.
+@test "cn-twin-plain-name-unquoted" {
+	tls_pki
+	tls_daemon --audit-log "$T/audit.jsonl"
+	fresh p.ko
+	run as builder-1 sign p.ko
+	assert_success
+	run grep -cE '"identity":"cn:builder-1","peer":"cn=builder-1 addr=127\.0\.0\.1:[0-9]+".*"result":"ok"' audit.jsonl
+	assert_output 1
+}
+
 @test "key-file-fifo-refused-at-once" {
 	# A FIFO where a key or PIN file should be held the daemon's start
 	# (and --check-config) for ever.

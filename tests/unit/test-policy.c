@@ -330,7 +330,7 @@ static void test_peers(void)
 	_cleanup_(closep) int a = -1, b = -1;
 	int sv[2];
 	struct peer p;
-	char want[64];
+	char want[64], longest[PEER_MAX_CN];
 
 	if (!CHECK("socketpair", socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0))
 		return;
@@ -353,6 +353,21 @@ static void test_peers(void)
 	CHECK("peer_from_cn: identity cn:NAME", strcmp(p.identity, "cn:builder-1") == 0);
 	CHECK("peer_from_cn: desc cn=NAME addr=ADDR",
 	      strcmp(p.desc, "cn=builder-1 addr=[2001:db8::1]:4433") == 0);
+
+	/* A name cannot forge the address field after it (issue 28, 8);
+	 * the policy still compares its bytes. */
+	peer_from_cn("builder-1 addr=10.9.9.9:1", "127.0.0.1:60202", &p);
+	CHECK("peer_from_cn: a name with a field in it is quoted",
+	      strcmp(p.desc, "cn=\"builder-1 addr=10.9.9.9:1\" addr=127.0.0.1:60202") == 0 &&
+		      strcmp(p.identity, "cn:\"builder-1 addr=10.9.9.9:1\"") == 0 &&
+		      strcmp(p.cn, "builder-1 addr=10.9.9.9:1") == 0);
+	memset(longest, '"', sizeof(longest) - 1);
+	longest[sizeof(longest) - 1] = '\0';
+	peer_from_cn(longest, "127.0.0.1:1", &p);
+	CHECK("peer_from_cn: the longest name, all quotes, is quoted whole",
+	      strlen(p.identity) == 3 + 2 + 2 * strlen(longest) &&
+		      p.identity[strlen(p.identity) - 1] == '"' &&
+		      strstr(p.desc, "\" addr=127.0.0.1:1") != NULL);
 }
 
 int main(void)

@@ -277,6 +277,33 @@ static void test_escape_text(void)
 		      strcmp(latin1, "caf\xe9.ko") == 0);
 }
 
+/* text_quote_name(): a certificate's name as one field of a log line. */
+static void test_quote_name(void)
+{
+	char buf[64], tiny[6];
+
+	CHECK("quote name: a field inside is quoted",
+	      text_quote_name("builder-1 addr=10.9.9.9:1", buf, sizeof(buf)) == 0 &&
+		      strcmp(buf, "\"builder-1 addr=10.9.9.9:1\"") == 0);
+	CHECK("quote name: quote and backslash escaped",
+	      text_quote_name("a\"b\\", buf, sizeof(buf)) == 0 && strcmp(buf, "\"a\\\"b\\\\\"") == 0);
+	CHECK("quote name: controls shown as \\xHH inside",
+	      text_quote_name("a\nb", buf, sizeof(buf)) == 0 && strcmp(buf, "\"a\\x0ab\"") == 0);
+	CHECK("quote name: not ASCII (a Cyrillic a) is quoted",
+	      text_quote_name("b\xd0\xb0" "d", buf, sizeof(buf)) == 0 && strcmp(buf, "\"b\xd0\xb0" "d\"") == 0);
+	CHECK("quote name: empty is quoted", text_quote_name("", buf, sizeof(buf)) == 0 &&
+						     strcmp(buf, "\"\"") == 0);
+	CHECK("quote name: too long -> ENOBUFS",
+	      text_quote_name("a b c", tiny, sizeof(tiny)) == -ENOBUFS &&
+		      text_quote_name("abcdef", tiny, sizeof(tiny)) == -ENOBUFS);
+	/* Twin: a plain name reads as before. */
+	CHECK("quote name: plain name as it is",
+	      text_quote_name("builder-1.farm_2@x+y:z", buf, sizeof(buf)) == 0 &&
+		      strcmp(buf, "builder-1.farm_2@x+y:z") == 0);
+	CHECK("quote name: just fits", text_quote_name("a b", tiny, sizeof(tiny)) == 0 &&
+					       strcmp(tiny, "\"a b\"") == 0);
+}
+
 /* json_escape_controls(): json-c leaves DEL, C1 and bytes that are not
  * UTF-8 as they are; after it the document holds none and is valid JSON. */
 static void test_escape_json(void)
@@ -675,6 +702,7 @@ int main(void)
 	test_erase();
 	test_utf8();
 	test_escape_text();
+	test_quote_name();
 	test_escape_json();
 	test_now_ms();
 	test_split_host_port();
