@@ -21,15 +21,34 @@
  * without a newline is not ours, and is not cut. */
 #define AUDIT_MAX_LINE (64 * 1024)
 
-/* Refusals of one unauthenticated source for one reason, this interval. */
+/* How often one reason came, within a slot. */
+struct reason_count {
+	char reason[AUDIT_MAX_REASON];
+	uint64_t count;  /* 0: the entry is free */
+};
+
+/* Refusals of one source (or one verified name) this interval: the first
+ * is recorded in full, the rest counted here, per reason. */
 struct refusals {
 	bool used;
+	bool shared;                 /* the slot past the table */
 	char source[PEER_MAX_IDENTITY];
-	char reason[AUDIT_MAX_REASON];
-	char peer[PEER_MAX_DESC];   /* the last one counted */
+	char peer[PEER_MAX_DESC];    /* the last one counted */
 	char first[48], last[48];    /* wall-clock times of the counted ones */
 	uint64_t start_ms;           /* monotonic: when the recorded one came */
 	uint64_t count;              /* since the recorded one, not recorded apart */
+	struct reason_count reasons[AUDIT_REFUSAL_REASONS]; /* the first reasons */
+	uint64_t other;              /* counted for reasons past those */
+};
+
+/* Which table a refusal goes to (refusal_kind_of()). */
+enum refusal_table_kind { REFUSAL_SOURCE, REFUSAL_NAME, REFUSAL_KINDS };
+
+/* AUDIT_REFUSAL_SLOTS slots and the last, shared by every source once
+ * the others are taken: memory and records stay bounded however many
+ * sources there are. */
+struct refusal_table {
+	struct refusals slot[AUDIT_REFUSAL_SLOTS + 1];
 };
 
 /* The open log file and what we know of its end. */
@@ -46,9 +65,7 @@ struct audit {
 	struct log_file f;
 	bool dirty;    /* records written since the last sync */
 	bool journal;  /* running under systemd: structured entries */
-	/* The last slot is shared by every source once the others are taken,
-	 * so memory and records stay bounded however many sources there are. */
-	struct refusals refusals[AUDIT_REFUSAL_SOURCES + 1];
+	struct refusal_table refusals[REFUSAL_KINDS];
 };
 
 static void now_rfc3339(char *buf, size_t size)
@@ -306,29 +323,95 @@ int audit_record(struct audit *a, const struct audit_event *e)
 
 /* ---- refusals of unauthenticated peers ------------------------------------ */
 
-static bool refusals_match(const struct refusals *f, const char *source, const char *reason)
+/* The two tables, and what each one's shared slot says of itself. */
+static const struct refusal_kind {
+	const char *shared_source;  /* the identity of the slot past the table */
+	const char *shared_reason;  /* its summary's result */
+} refusal_kinds[REFUSAL_KINDS] = {
+	[REFUSAL_SOURCE] = { "*", "refused before authentication (sources past the table)" },
+	[REFUSAL_NAME] = { "cn:*", "refused by the policy (verified names past the table)" },
+};
+
+/* A certificate that verified names its peer: its refusals go to the
+ * names' table, where no number of addresses can crowd them out. */
+static enum refusal_table_kind refusal_kind_of(const struct peer *peer)
 {
-	return f->used && strcmp(f->source, source) == 0 && strcmp(f->reason, reason) == 0;
+	return peer->cn[0] ? REFUSAL_NAME : REFUSAL_SOURCE;
 }
 
-/* The entry for @source and @reason, a free one, or the shared last one. */
-static struct refusals *refusals_slot(struct audit *a, const char *source, const char *reason)
+static bool interval_over(const struct refusals *f, uint64_t now)
+{
+	return now - f->start_ms >= AUDIT_REFUSAL_INTERVAL_S * 1000ull;
+}
+
+/* The slot for @source in @t: its own, a free one, or the shared last one. */
+static struct refusals *refusals_slot(struct refusal_table *t, const char *source)
 {
 	struct refusals *free_slot = NULL;
 
-	for (size_t i = 0; i < AUDIT_REFUSAL_SOURCES; i++) {
-		struct refusals *f = &a->refusals[i];
+	for (size_t i = 0; i < AUDIT_REFUSAL_SLOTS; i++) {
+		struct refusals *f = &t->slot[i];
 
-		if (refusals_match(f, source, reason))
+		if (f->used && strcmp(f->source, source) == 0)
 			return f;
 		if (!f->used && !free_slot)
 			free_slot = f;
 	}
-	return free_slot ?: &a->refusals[AUDIT_REFUSAL_SOURCES];
+	return free_slot ?: &t->slot[AUDIT_REFUSAL_SLOTS];
+}
+
+/* Count one more refusal for @reason: in its own entry, a free one, or
+ * "other" once AUDIT_REFUSAL_REASONS reasons are taken. */
+static void refusals_count_reason(struct refusals *f, const char *reason)
+{
+	for (size_t i = 0; i < AUDIT_REFUSAL_REASONS; i++) {
+		struct reason_count *rc = &f->reasons[i];
+
+		if (rc->count && strcmp(rc->reason, reason) != 0)
+			continue;
+		if (!rc->count)
+			snprintf(rc->reason, sizeof(rc->reason), "%s", reason);
+		rc->count++;
+		return;
+	}
+	f->other++;
+}
+
+static void refusals_count(struct refusals *f, const struct audit_event *e)
+{
+	f->count++;
+	refusals_count_reason(f, e->result);
+	snprintf(f->peer, sizeof(f->peer), "%s", e->peer->desc);
+	now_rfc3339(f->last, sizeof(f->last));
+	if (f->count == 1)
+		memcpy(f->first, f->last, sizeof(f->first));
+}
+
+/* The summary's result: the one reason counted, as a single-reason
+ * summary always said; "several reasons" (each in "reasons") else. */
+static const char *summary_result(const struct refusals *f, enum refusal_table_kind k)
+{
+	if (f->shared)
+		return refusal_kinds[k].shared_reason;
+	if (f->other || (AUDIT_REFUSAL_REASONS > 1 && f->reasons[1].count))
+		return "several reasons (see \"reasons\")";
+	return f->reasons[0].reason;
+}
+
+static json_object *reasons_json(const struct refusals *f)
+{
+	json_object *o = json_object_new_object();
+
+	for (size_t i = 0; o && i < AUDIT_REFUSAL_REASONS && f->reasons[i].count; i++)
+		json_object_object_add(o, f->reasons[i].reason,
+				       json_object_new_uint64(f->reasons[i].count));
+	if (o && f->other)
+		json_object_object_add(o, "other", json_object_new_uint64(f->other));
+	return o;
 }
 
 /* One record for the refusals counted since the recorded one. */
-static void refusals_summary(struct audit *a, const struct refusals *f)
+static void refusals_summary(struct audit *a, const struct refusals *f, enum refusal_table_kind k)
 {
 	_cleanup_(json_object_putp) json_object *o = json_object_new_object();
 	char when[48];
@@ -344,72 +427,73 @@ static void refusals_summary(struct audit *a, const struct refusals *f)
 	json_object_object_add(o, "hash", NULL);
 	json_object_object_add(o, "digest", NULL);
 	json_object_object_add(o, "module", NULL);
-	json_object_object_add(o, "result", text_new(f->reason));
+	json_object_object_add(o, "result", text_new(summary_result(f, k)));
 	json_object_object_add(o, "summary", json_object_new_boolean(true));
 	json_object_object_add(o, "count", json_object_new_uint64(f->count));
 	json_object_object_add(o, "first", json_object_new_string(f->first));
 	json_object_object_add(o, "last", json_object_new_string(f->last));
 	json_object_object_add(o, "interval_s", json_object_new_int(AUDIT_REFUSAL_INTERVAL_S));
+	json_object_object_add(o, "reasons", reasons_json(f));
 	write_json(a, o);
 	journal_json(a, o);
 }
 
-static void refusals_end(struct audit *a, struct refusals *f)
+static void refusals_end(struct audit *a, struct refusals *f, enum refusal_table_kind k)
 {
 	if (f->used && f->count)
-		refusals_summary(a, f);
+		refusals_summary(a, f, k);
 	f->used = false;
+}
+
+/* A new interval for the slot @f, whose first refusal @e is recorded. */
+static void refusals_open(struct refusals *f, const struct audit_event *e,
+			  enum refusal_table_kind k, bool shared, uint64_t now)
+{
+	*f = (struct refusals){ .used = true, .shared = shared, .start_ms = now };
+	snprintf(f->source, sizeof(f->source), "%s",
+		 shared ? refusal_kinds[k].shared_source : e->peer->identity);
 }
 
 bool audit_unauth_refusal(struct audit *a, const struct audit_event *e)
 {
+	enum refusal_table_kind k = refusal_kind_of(e->peer);
+	struct refusal_table *t = &a->refusals[k];
+	struct refusals *f = refusals_slot(t, e->peer->identity);
 	uint64_t now = now_ms();
-	const char *source = e->peer->identity, *reason = e->result;
-	struct refusals *f = refusals_slot(a, source, reason);
-	bool shared = f == &a->refusals[AUDIT_REFUSAL_SOURCES];
 
-	/* A name the CA vouched for (a certificate that verified, refused by
-	 * the policy) is never folded into the shared entry, where junk
-	 * from 65 addresses would hide it: past the table it is recorded in
-	 * full.  There are only as many such names as the CA issued. */
-	if (shared && e->peer->cn[0]) {
-		audit_record(a, e);
-		return true;
-	}
-	if (f->used && now - f->start_ms >= AUDIT_REFUSAL_INTERVAL_S * 1000ull)
-		refusals_end(a, f);
+	if (f->used && interval_over(f, now))
+		refusals_end(a, f, k);
 	if (f->used) {
-		f->count++;
-		snprintf(f->peer, sizeof(f->peer), "%s", e->peer->desc);
-		now_rfc3339(f->last, sizeof(f->last));
-		if (f->count == 1)
-			memcpy(f->first, f->last, sizeof(f->first));
+		refusals_count(f, e);
 		return false;
 	}
-	*f = (struct refusals){ .used = true, .start_ms = now };
-	snprintf(f->source, sizeof(f->source), "%s", shared ? "*" : source);
-	snprintf(f->reason, sizeof(f->reason), "%s",
-		 shared ? "refused before authentication (sources past the table)" : reason);
+	refusals_open(f, e, k, f == &t->slot[AUDIT_REFUSAL_SLOTS], now);
 	audit_record(a, e);
 	return true;
 }
 
-void audit_tick(struct audit *a)
+/* End the intervals that are over, or (@all) every one. */
+static void refusals_end_all(struct audit *a, bool all)
 {
 	uint64_t now = now_ms();
 
-	for (size_t i = 0; i <= AUDIT_REFUSAL_SOURCES; i++) {
-		struct refusals *f = &a->refusals[i];
+	for (size_t k = 0; k < REFUSAL_KINDS; k++)
+		for (size_t i = 0; i <= AUDIT_REFUSAL_SLOTS; i++) {
+			struct refusals *f = &a->refusals[k].slot[i];
 
-		if (f->used && now - f->start_ms >= AUDIT_REFUSAL_INTERVAL_S * 1000ull)
-			refusals_end(a, f);
-	}
+			if (f->used && (all || interval_over(f, now)))
+				refusals_end(a, f, (enum refusal_table_kind)k);
+		}
+}
+
+void audit_tick(struct audit *a)
+{
+	refusals_end_all(a, false);
 }
 
 static void refusals_flush(struct audit *a)
 {
-	for (size_t i = 0; i <= AUDIT_REFUSAL_SOURCES; i++)
-		refusals_end(a, &a->refusals[i]);
+	refusals_end_all(a, true);
 }
 
 /* ---- life cycle ----------------------------------------------------------- */

@@ -19,10 +19,18 @@
  * replaced by U+FFFD, and the module's raw bytes are kept in "module_hex".
  *
  * Refusals of peers that never authenticated cost nothing to repeat, so
- * they are bounded: per source and reason, the first in an interval is
- * recorded and the rest are counted into one summary record (see
- * audit_unauth_refusal()).  At most 2 * (AUDIT_REFUSAL_SOURCES + 1) such
- * records per interval, whatever the rate of connections.
+ * they are bounded: per source, the first in an interval is recorded and
+ * the rest, whatever their reasons, are counted into one summary record
+ * (see audit_unauth_refusal()).  Each of the two tables (unauthenticated
+ * sources; names from certificates that verified, refused by the policy)
+ * has AUDIT_REFUSAL_SLOTS slots and one shared past them.  A slot's
+ * interval lasts AUDIT_REFUSAL_INTERVAL_S (60 s) from its recorded
+ * refusal, its summary comes at its end and the next interval starts
+ * after that: within any 60 s a slot writes at most one full record and
+ * one summary.  So at most AUDIT_REFUSAL_MAX_RECORDS (260) such records
+ * in any 60 s, whatever the rate of connections, of addresses, of
+ * reasons or of names (a SIGHUP, the operator's, ends every interval
+ * early, and each may start again at once).
  */
 
 #include "digest.h"
@@ -35,7 +43,10 @@
 #include "policy.h"
 
 #define AUDIT_REFUSAL_INTERVAL_S 60u
-#define AUDIT_REFUSAL_SOURCES 64u  /* sources tracked apart; the rest share one */
+#define AUDIT_REFUSAL_SLOTS 64u    /* per table, sources tracked apart; the rest share one */
+#define AUDIT_REFUSAL_REASONS 8u   /* per slot, reasons counted apart; the rest are "other" */
+/* Two tables of AUDIT_REFUSAL_SLOTS + 1 slots, two records each. */
+#define AUDIT_REFUSAL_MAX_RECORDS (2u * 2u * (AUDIT_REFUSAL_SLOTS + 1u))
 #define AUDIT_MAX_REASON (PEER_MAX_IDENTITY + 64)
 
 struct audit_event {
@@ -71,18 +82,24 @@ int audit_record(struct audit *a, const struct audit_event *e);
 
 /*
  * Record the refusal of a peer that never authenticated: a UNIX peer no
- * rule names, a TLS peer whose handshake or certificate failed or whose
- * name no rule admits.  The source is @e->peer->identity ("uid:N",
- * "tls:ADDRESS" or "cn:NAME").  The first refusal of a source for a reason
- * is recorded as audit_record() would; the others in the next
- * AUDIT_REFUSAL_INTERVAL_S seconds are only counted, and one summary
- * record (result the reason, "summary":true, "count", "first", "last")
- * follows when the interval is over.  Sources past AUDIT_REFUSAL_SOURCES
- * share one entry, identity "*", but for names from a certificate that
- * verified (@e->peer->cn), which are then recorded in full.  Returns true
- * when @e was recorded in full, false when it was only counted: the caller
- * logs its own line only in the first case, so that the journal is bounded
- * as the file is.
+ * rule names, a TLS peer whose handshake or certificate failed, or whose
+ * verified name no rule admits.  The source is @e->peer->identity
+ * ("uid:N", "tls:ADDRESS" or "cn:NAME"); the names ("cn:", @e->peer->cn
+ * set) have a table of their own, so that no number of addresses can
+ * crowd out the refusals of a certificate the CA issued (a revoked
+ * builder's).  The first refusal of a source is recorded as
+ * audit_record() would; the others in the next AUDIT_REFUSAL_INTERVAL_S
+ * seconds, whatever their reason, are only counted, and one summary
+ * record follows when the interval is over (or on SIGHUP, or at exit):
+ * "summary":true, "count", "first", "last", "interval_s", and "reasons"
+ * (each reason and its count, the first AUDIT_REFUSAL_REASONS of them,
+ * the rest as "other"); its result is the reason when there was only one,
+ * else "several reasons (see \"reasons\")".  Sources past
+ * AUDIT_REFUSAL_SLOTS share one slot per table, identity "*" or "cn:*"
+ * (a quoted name never reads "cn:*": text_quote_name() quotes it).
+ * Returns true when @e was recorded in full, false when it was only
+ * counted: the caller logs its own line only in the first case, so that
+ * the journal is bounded as the file is.
  */
 bool audit_unauth_refusal(struct audit *a, const struct audit_event *e);
 

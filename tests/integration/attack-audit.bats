@@ -135,8 +135,9 @@ for i, raw in enumerate(open(sys.argv[1], 'rb'), 1):
 PY
 }
 
-# refusals FILE PATTERN: "RECORDS TOTAL": the records whose result matches
-# PATTERN, and the refusals they stand for (a summary counts "count").
+# refusals FILE PATTERN: "RECORDS TOTAL": the records whose result (or, in
+# a summary, one of whose "reasons") matches PATTERN, and the refusals
+# they stand for (a summary counts "count", or its matching reasons').
 refusals() {
 	python3 - "$1" "$2" <<'PY'
 import json, re, sys
@@ -146,6 +147,11 @@ for line in open(sys.argv[1], 'rb'):
     if re.search(sys.argv[2], r.get('result') or ''):
         recs += 1
         tot += r['count'] if r.get('summary') else 1
+        continue
+    n = sum(c for k, c in (r.get('reasons') or {}).items() if re.search(sys.argv[2], k))
+    if n:
+        recs += 1
+        tot += n
 print(recs, tot)
 PY
 }
@@ -286,6 +292,133 @@ PY
 @test "audit-tls-log-is-json" {
 	run lines_json "$F/tls.jsonl"
 	assert_success
+}
+
+# ---- many reasons from two addresses, then a name the policy refuses -------------
+
+# reasons_daemon: a TLS daemon ($PORT) whose CA issued builder (allowed)
+# and revoked (verified, named by no rule: a revoked builder's), its
+# audit log audit.jsonl.
+reasons_daemon() {
+	pki ca
+	printf 'subjectAltName=IP:127.0.0.1\n' >san.ext
+	issue host ca -extfile san.ext
+	issue builder ca
+	issue revoked ca
+	PORT=$(free_port)
+	start_daemon "$T/d.sock" --key default=ephemeral:ecdsa-p256 \
+		--listen "tls:127.0.0.1:$PORT" --tls-cert host.crt --tls-key host.key \
+		--tls-client-ca ca.crt --allow uid:0 --allow cn:builder --audit-log "$T/audit.jsonl"
+	wait_port "$PORT"
+}
+
+# many_reasons ADDR...: from each loopback ADDR, 34 handshakes that fail
+# each for a reason of its own (a ClientHello, then a fatal alert of
+# every kind TLS has).
+many_reasons() {
+	python3 - "$PORT" "$@" <<'PY'
+import socket, ssl, sys
+port = int(sys.argv[1])
+def hello():
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    i, o = ssl.MemoryBIO(), ssl.MemoryBIO()
+    try: ctx.wrap_bio(i, o).do_handshake()
+    except ssl.SSLWantReadError: pass
+    return o.read()
+for addr in sys.argv[2:]:
+    for d in [10, 20, 21, 22, 30, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 60,
+              70, 71, 80, 86, 90, 100, 109, 110, 111, 112, 113, 114, 115, 116, 120, 200]:
+        s = socket.socket(); s.bind((addr, 0)); s.connect(("127.0.0.1", port))
+        try:
+            s.sendall(hello() + bytes([0x15, 3, 3, 0, 2, 2, d])); s.settimeout(5)
+            while s.recv(4096): pass
+        except OSError: pass
+        s.close()
+PY
+}
+
+# hammer NAME N: N handshakes with NAME's certificate, each read to the end
+# (the daemon's refusal, then its close).
+hammer() {
+	python3 - "$PORT" "$1" "$2" <<'PY'
+import socket, ssl, sys
+port, who, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.load_verify_locations("ca.crt")
+ctx.load_cert_chain(who + ".crt", who + ".key")
+for _ in range(n):
+    with socket.create_connection(("127.0.0.1", port)) as raw:
+        try:
+            with ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                while s.recv(4096): pass
+        except (ssl.SSLError, OSError):
+            pass
+PY
+}
+
+# records FILE JQ-LIKE-PYTHON-EXPR: how many records of FILE satisfy EXPR (r).
+records() {
+	python3 -c '
+import json, sys
+print(sum(1 for l in open(sys.argv[1]) if eval(sys.argv[2], {}, {"r": json.loads(l)})))' "$1" "$2"
+}
+
+@test "audit-reasons-flood-then-refused-name-bounded" {
+	# Issue 28, 2: 34 reasons from each of two addresses filled the 64
+	# (source, reason) slots, and then every refusal of a verified name
+	# was recorded in full: one record per handshake, for ever.
+	reasons_daemon
+	many_reasons 127.0.0.2 127.0.0.3
+	hammer revoked 100
+	# The refusals are counted before the daemon closes: all are in.
+	local all name
+	all=$(wc -l <audit.jsonl)
+	name=$(records audit.jsonl 'r["identity"] == "cn:revoked"')
+	echo "records: $all in all, $name of cn:revoked"
+	# The probe of wait_port, one per address, one of the name.
+	[ "$name" -eq 1 ]
+	[ "$all" -le 4 ]
+	# The summaries (SIGHUP ends the interval) count every refusal.
+	kill -HUP "$DAEMON_PID"
+	run eventually 10 grep -q '"identity":"cn:revoked".*"summary":true,"count":99,' audit.jsonl
+	assert_success
+	run python3 - audit.jsonl <<'PY'
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1]) if '"summary":true' in l]
+a = [r for r in s if r['identity'] == 'tls:127.0.0.2']
+assert len(a) == 1 and a[0]['count'] == 33, a
+assert a[0]['result'] == 'several reasons (see "reasons")', a
+assert len(a[0]['reasons']) == 9 and a[0]['reasons']['other'] == 25, a
+assert sum(a[0]['reasons'].values()) == 33, a
+PY
+	assert_success
+	[ "$(wc -l <audit.jsonl)" -le 8 ]
+}
+
+# Twin: the first refusal of each source and of the name is recorded in
+# full, and a refused name in a fresh interval is recorded again.
+@test "audit-twin-refused-name-recorded-each-interval" {
+	reasons_daemon
+	many_reasons 127.0.0.2
+	hammer revoked 2
+	run records audit.jsonl 'r["identity"] == "tls:127.0.0.2" and not r.get("summary") and r["peer"].startswith("127.0.0.2:") and r["result"] == "TLS handshake failed: sslv3 alert unexpected message"'
+	assert_output 1
+	run records audit.jsonl 'r["identity"] == "cn:revoked" and r["result"] == "permission denied: cn:revoked is not named by the policy" and r["peer"].startswith("cn=revoked addr=127.0.0.1:")'
+	assert_output 1
+	kill -HUP "$DAEMON_PID"
+	eventually 10 grep -q '"identity":"cn:revoked".*"summary":true,"count":1,' audit.jsonl
+	hammer revoked 1
+	run records audit.jsonl 'r["identity"] == "cn:revoked" and not r.get("summary")'
+	assert_output 2
+	# The builder the policy names signs, recorded as ever.
+	fresh b.ko
+	run "$C" --server "tls:127.0.0.1:$PORT" --tls-ca ca.crt --tls-cert builder.crt \
+		--tls-key builder.key sign "$T/b.ko"
+	assert_success
+	run records audit.jsonl 'r["identity"] == "cn:builder" and r["result"] == "ok"'
+	assert_output 1
 }
 
 # ---- a full disk ---------------------------------------------------------------
