@@ -21,7 +21,9 @@
  * without a newline is not ours, and is not cut. */
 #define AUDIT_MAX_LINE (64 * 1024)
 
-/* How often one reason came, within a slot. */
+/* How often one reason came, within a slot.  Two at least: a slot tells
+ * one reason from several (summary_result()). */
+_Static_assert(AUDIT_REFUSAL_REASONS >= 2, "a slot counts two reasons apart at least");
 struct reason_count {
 	char reason[AUDIT_MAX_REASON];
 	uint64_t count;  /* 0: the entry is free */
@@ -321,7 +323,7 @@ int audit_record(struct audit *a, const struct audit_event *e)
 	return r;
 }
 
-/* ---- refusals of unauthenticated peers ------------------------------------ */
+/* ---- refusals before admission --------------------------------------------- */
 
 /* The two tables, and what each one's shared slot says of itself. */
 static const struct refusal_kind {
@@ -393,7 +395,7 @@ static const char *summary_result(const struct refusals *f, enum refusal_table_k
 {
 	if (f->shared)
 		return refusal_kinds[k].shared_reason;
-	if (f->other || (AUDIT_REFUSAL_REASONS > 1 && f->reasons[1].count))
+	if (f->other || f->reasons[1].count)
 		return "several reasons (see \"reasons\")";
 	return f->reasons[0].reason;
 }
