@@ -21,16 +21,17 @@
  * without a newline is not ours, and is not cut. */
 #define AUDIT_MAX_LINE (64 * 1024)
 
-/* How often one reason came, within a slot.  Two at least: a slot tells
- * one reason from several (summary_result()). */
-_Static_assert(AUDIT_REFUSAL_REASONS >= 2, "a slot counts two reasons apart at least");
+/* One reason a slot tracks: its first refusal was recorded in full, the
+ * others are counted here. */
 struct reason_count {
+	bool taken;
 	char reason[AUDIT_MAX_REASON];
-	uint64_t count;  /* 0: the entry is free */
+	uint64_t count;  /* since the recorded one */
 };
 
 /* Refusals of one source (or one verified name) this interval: the first
- * is recorded in full, the rest counted here, per reason. */
+ * of each of its first AUDIT_REFUSAL_REASONS reasons is recorded in full,
+ * the rest counted here, per reason or as "other". */
 struct refusals {
 	bool used;
 	bool shared;                 /* the slot past the table */
@@ -40,7 +41,7 @@ struct refusals {
 	uint64_t start_ms;           /* monotonic: when the recorded one came */
 	uint64_t count;              /* since the recorded one, not recorded apart */
 	struct reason_count reasons[AUDIT_REFUSAL_REASONS]; /* the first reasons */
-	uint64_t other;              /* counted for reasons past those */
+	uint64_t other;              /* refusals for reasons past those */
 };
 
 /* Which table a refusal goes to (refusal_kind_of()). */
@@ -362,51 +363,65 @@ static struct refusals *refusals_slot(struct refusal_table *t, const char *sourc
 	return free_slot ?: &t->slot[AUDIT_REFUSAL_SLOTS];
 }
 
-/* Count one more refusal for @reason: in its own entry, a free one, or
- * "other" once AUDIT_REFUSAL_REASONS reasons are taken. */
-static void refusals_count_reason(struct refusals *f, const char *reason)
+/* The entry of @reason in @f: its own, or a new one (*@ret_new) while
+ * fewer than AUDIT_REFUSAL_REASONS are taken; NULL past those ("other"). */
+static struct reason_count *reason_entry(struct refusals *f, const char *reason, bool *ret_new)
 {
+	*ret_new = false;
 	for (size_t i = 0; i < AUDIT_REFUSAL_REASONS; i++) {
 		struct reason_count *rc = &f->reasons[i];
 
-		if (rc->count && strcmp(rc->reason, reason) != 0)
-			continue;
-		if (!rc->count)
+		if (!rc->taken) {
+			*rc = (struct reason_count){ .taken = true };
 			snprintf(rc->reason, sizeof(rc->reason), "%s", reason);
-		rc->count++;
-		return;
+			*ret_new = true;
+			return rc;
+		}
+		if (strcmp(rc->reason, reason) == 0)
+			return rc;
 	}
-	f->other++;
+	return NULL;
 }
 
-static void refusals_count(struct refusals *f, const struct audit_event *e)
+/* Count @e, a refusal for the reason @rc (NULL: "other"). */
+static void refusals_count(struct refusals *f, struct reason_count *rc,
+			   const struct audit_event *e)
 {
 	f->count++;
-	refusals_count_reason(f, e->result);
+	if (rc)
+		rc->count++;
+	else
+		f->other++;
 	snprintf(f->peer, sizeof(f->peer), "%s", e->peer->desc);
 	now_rfc3339(f->last, sizeof(f->last));
 	if (f->count == 1)
 		memcpy(f->first, f->last, sizeof(f->first));
 }
 
-/* The summary's result: the one reason counted, as a single-reason
- * summary always said; "several reasons" (each in "reasons") else. */
+/* The summary's result: the reason of every refusal counted when they
+ * share one, as a summary always said; else "several reasons", each in
+ * "reasons". */
 static const char *summary_result(const struct refusals *f, enum refusal_table_kind k)
 {
+	const char *one = NULL;
+	size_t n = f->other ? 1 : 0;
+
 	if (f->shared)
 		return refusal_kinds[k].shared_reason;
-	if (f->other || f->reasons[1].count)
-		return "several reasons (see \"reasons\")";
-	return f->reasons[0].reason;
+	for (size_t i = 0; i < AUDIT_REFUSAL_REASONS; i++)
+		if (f->reasons[i].count && n++ == 0)
+			one = f->reasons[i].reason;
+	return n == 1 && one ? one : "several reasons (see \"reasons\")";
 }
 
 static json_object *reasons_json(const struct refusals *f)
 {
 	json_object *o = json_object_new_object();
 
-	for (size_t i = 0; o && i < AUDIT_REFUSAL_REASONS && f->reasons[i].count; i++)
-		json_object_object_add(o, f->reasons[i].reason,
-				       json_object_new_uint64(f->reasons[i].count));
+	for (size_t i = 0; o && i < AUDIT_REFUSAL_REASONS; i++)
+		if (f->reasons[i].count)
+			json_object_object_add(o, f->reasons[i].reason,
+					       json_object_new_uint64(f->reasons[i].count));
 	if (o && f->other)
 		json_object_object_add(o, "other", json_object_new_uint64(f->other));
 	return o;
@@ -461,17 +476,21 @@ bool audit_unauth_refusal(struct audit *a, const struct audit_event *e)
 	enum refusal_table_kind k = refusal_kind_of(e->peer);
 	struct refusal_table *t = &a->refusals[k];
 	struct refusals *f = refusals_slot(t, e->peer->identity);
+	struct reason_count *rc;
 	uint64_t now = now_ms();
+	bool fresh;
 
 	if (f->used && interval_over(f, now))
 		refusals_end(a, f, k);
-	if (f->used) {
-		refusals_count(f, e);
-		return false;
+	if (!f->used)
+		refusals_open(f, e, k, f == &t->slot[AUDIT_REFUSAL_SLOTS], now);
+	rc = reason_entry(f, e->result, &fresh);
+	if (fresh) {
+		audit_record(a, e);
+		return true;
 	}
-	refusals_open(f, e, k, f == &t->slot[AUDIT_REFUSAL_SLOTS], now);
-	audit_record(a, e);
-	return true;
+	refusals_count(f, rc, e);
+	return false;
 }
 
 /* End the intervals that are over, or (@all) every one. */

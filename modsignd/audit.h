@@ -19,18 +19,19 @@
  * replaced by U+FFFD, and the module's raw bytes are kept in "module_hex".
  *
  * Refusals of peers that never authenticated cost nothing to repeat, so
- * they are bounded: per source, the first in an interval is recorded and
- * the rest, whatever their reasons, are counted into one summary record
- * (see audit_unauth_refusal()).  Each of the two tables (unauthenticated
- * sources; names from certificates that verified, refused by the policy)
- * has AUDIT_REFUSAL_SLOTS slots and one shared past them.  A slot's
- * interval lasts AUDIT_REFUSAL_INTERVAL_S (60 s) from its recorded
- * refusal, its summary comes at its end and the next interval starts
- * after that: within any 60 s a slot writes at most one full record and
- * one summary.  So at most AUDIT_REFUSAL_MAX_RECORDS (260) such records
- * in any 60 s, whatever the rate of connections, of addresses, of
- * reasons or of names (a SIGHUP, the operator's, ends every interval
- * early, and each may start again at once).
+ * they are bounded (see audit_unauth_refusal()).  Each of two tables
+ * (unauthenticated sources; names from certificates that verified,
+ * refused by the policy) has AUDIT_REFUSAL_SLOTS slots, one per source,
+ * and one shared past them.  In a slot's interval (AUDIT_REFUSAL_INTERVAL_S
+ * from its first refusal) the first refusal of each of its first
+ * AUDIT_REFUSAL_REASONS reasons is recorded, the rest are counted into one
+ * summary at its end, and the next interval starts after that: at most
+ * AUDIT_REFUSAL_REASONS + 1 records per slot and interval.  So at most
+ * AUDIT_REFUSAL_MAX_RECORDS (650) such records per 60 s on average, and
+ * never more than 2 * 4 + 1 per slot (1170 in all) within any 60 s,
+ * whatever the rate of connections, of addresses, of reasons or of names
+ * (a SIGHUP, the operator's, ends every interval early).  A name's own
+ * slot sees one reason, its refusal by the policy: two records at most.
  */
 
 #include "digest.h"
@@ -44,9 +45,10 @@
 
 #define AUDIT_REFUSAL_INTERVAL_S 60u
 #define AUDIT_REFUSAL_SLOTS 64u    /* per table, sources tracked apart; the rest share one */
-#define AUDIT_REFUSAL_REASONS 8u   /* per slot, reasons counted apart; the rest are "other" */
-/* Two tables of AUDIT_REFUSAL_SLOTS + 1 slots, two records each. */
-#define AUDIT_REFUSAL_MAX_RECORDS (2u * 2u * (AUDIT_REFUSAL_SLOTS + 1u))
+#define AUDIT_REFUSAL_REASONS 4u   /* per slot, reasons recorded once; the rest are "other" */
+/* Two tables of AUDIT_REFUSAL_SLOTS + 1 slots, each a record per reason
+ * and a summary per interval. */
+#define AUDIT_REFUSAL_MAX_RECORDS (2u * (AUDIT_REFUSAL_SLOTS + 1u) * (AUDIT_REFUSAL_REASONS + 1u))
 #define AUDIT_MAX_REASON (PEER_MAX_IDENTITY + 64)
 
 struct audit_event {
@@ -88,13 +90,15 @@ int audit_record(struct audit *a, const struct audit_event *e);
  * set) have a table of their own, so that no number of addresses can
  * crowd out the refusals of a certificate the CA issued (a revoked
  * builder's).  The first refusal of a source is recorded as
- * audit_record() would; the others in the next AUDIT_REFUSAL_INTERVAL_S
- * seconds, whatever their reason, are only counted, and one summary
+ * audit_record() would, and so is the first of each new reason until
+ * AUDIT_REFUSAL_REASONS are taken; the others in the next
+ * AUDIT_REFUSAL_INTERVAL_S seconds are only counted, and one summary
  * record follows when the interval is over (or on SIGHUP, or at exit):
- * "summary":true, "count", "first", "last", "interval_s", and "reasons"
- * (each reason and its count, the first AUDIT_REFUSAL_REASONS of them,
- * the rest as "other"); its result is the reason when there was only one,
- * else "several reasons (see \"reasons\")".  Sources past
+ * "summary":true, "count" (the refusals not recorded), "first", "last",
+ * "interval_s", and "reasons" (how many of "count" each reason had,
+ * those past the first AUDIT_REFUSAL_REASONS as "other"); its result is
+ * their reason when they had one, else "several reasons (see
+ * \"reasons\")".  Sources past
  * AUDIT_REFUSAL_SLOTS share one slot per table, identity "*" or "cn:*"
  * (a quoted name never reads "cn:*": text_quote_name() quotes it).
  * Returns true when @e was recorded in full, false when it was only
