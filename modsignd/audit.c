@@ -26,7 +26,7 @@
 struct reason_count {
 	bool taken;
 	char reason[AUDIT_MAX_REASON];
-	uint64_t count;  /* since the recorded one */
+	uint64_t count;  /* counted after the recorded one */
 };
 
 /* Refusals of one source (or one verified name) this interval: the first
@@ -38,8 +38,8 @@ struct refusals {
 	char source[PEER_MAX_IDENTITY];
 	char peer[PEER_MAX_DESC];    /* the last one counted */
 	char first[48], last[48];    /* wall-clock times of the counted ones */
-	uint64_t start_ms;           /* monotonic: when the recorded one came */
-	uint64_t count;              /* since the recorded one, not recorded apart */
+	uint64_t start_ms;           /* monotonic: when the interval began */
+	uint64_t count;              /* refusals counted, not recorded */
 	struct reason_count reasons[AUDIT_REFUSAL_REASONS]; /* the first reasons */
 	uint64_t other;              /* refusals for reasons past those */
 };
