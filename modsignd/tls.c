@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <ctype.h>
 #include <errno.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
@@ -142,4 +143,74 @@ int tls_peer_cn(SSL *ssl, char *buf, size_t size)
 	buf[len] = '\0';
 	OPENSSL_free(utf8);
 	return 0;
+}
+
+static int sha256_hex(X509 *x, char out[PEER_SHA256_HEX])
+{
+	unsigned char md[32];
+	unsigned int n = 0;
+	_cleanup_(freep) char *hex = NULL;
+
+	if (X509_digest(x, EVP_sha256(), md, &n) != 1 || n != sizeof(md) ||
+	    hex_encode(md, n, &hex) < 0)
+		return -ENOMEM;
+	memcpy(out, hex, PEER_SHA256_HEX);
+	return 0;
+}
+
+/* Lower-case hex without leading zeros, as policy.c keeps a pinned one. */
+static int serial_hex(X509 *x, char *out, size_t size)
+{
+	BIGNUM *bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(x), NULL);
+	char *hex = bn ? BN_bn2hex(bn) : NULL;
+	int r = -ENOMEM;
+
+	if (hex && strlen(hex) < size) {
+		for (char *p = hex; *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+		snprintf(out, size, "%s", hex + (hex[0] == '0' && hex[1]));
+		r = 0;
+	} else if (hex)
+		r = -EINVAL;
+	OPENSSL_free(hex);
+	BN_free(bn);
+	return r;
+}
+
+/* RFC 2253 with ASN1_STRFLGS_ESC_MSB: ASCII only, controls escaped. */
+static void issuer_dn(X509 *x, char *out, size_t size)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	int n = b ? X509_NAME_print_ex(b, X509_get_issuer_name(x), 0, XN_FLAG_RFC2253) : -1;
+
+	out[0] = '\0';
+	if (n > 0) {
+		n = BIO_read(b, out, (int)size - 1);
+		out[n > 0 ? n : 0] = '\0';
+	}
+	BIO_free(b);
+}
+
+int tls_peer_cert(SSL *ssl, struct peer_cert *ret)
+{
+	X509 *cert = SSL_get0_peer_certificate(ssl);
+	STACK_OF(X509) *chain = SSL_get0_verified_chain(ssl);
+	struct peer_cert c = { 0 };
+	int r;
+
+	if (!cert || SSL_get_verify_result(ssl) != X509_V_OK)
+		return -EPERM;
+	if ((r = sha256_hex(cert, c.sha256)) < 0 ||
+	    (r = serial_hex(cert, c.serial, sizeof(c.serial))) < 0)
+		goto out;
+	/* chain[0] is the leaf; chain[1] its issuer, absent when the leaf
+	 * itself is in --tls-client-ca (a partial chain of one). */
+	if (chain && sk_X509_num(chain) > 1 &&
+	    (r = sha256_hex(sk_X509_value(chain, 1), c.issuer_sha256)) < 0)
+		goto out;
+	issuer_dn(cert, c.issuer, sizeof(c.issuer));
+	*ret = c;
+out:
+	ERR_clear_error();
+	return r;
 }

@@ -11,6 +11,8 @@
 #include <openssl/ssl.h>
 #include <stddef.h>
 
+#include "policy.h"
+
 struct tls_config {
 	const char *cert;      /* server certificate (PEM, chain allowed) */
 	const char *key;       /* its private key (PEM) */
@@ -45,5 +47,14 @@ int tls_name_ok(const char *s, size_t n);
  * the name printed in logs and the audit log is the name that matched).
  */
 int tls_peer_cn(SSL *ssl, char *buf, size_t size);
+
+/*
+ * What identifies the verified client certificate of @ssl beyond its name
+ * (policy.h: struct peer_cert): its SHA-256, its issuer's in the verified
+ * chain, its serial number and issuer DN.  -EPERM as tls_peer_cn(),
+ * -EINVAL for a serial number longer than 20 octets (RFC 5280 allows no
+ * more, and a pin could not name it), -ENOMEM.
+ */
+int tls_peer_cert(SSL *ssl, struct peer_cert *ret);
 
 #endif
