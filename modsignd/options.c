@@ -14,7 +14,7 @@
 enum {
 	OPT_CONFIG = 256, OPT_CHECK, OPT_LISTEN, OPT_KEY, OPT_ALLOW, OPT_CERT,
 	OPT_PIN_FILE, OPT_PKCS11_MODULE, OPT_AUDIT_LOG, OPT_ORG, OPT_CN, OPT_EMAIL,
-	OPT_DAYS, OPT_TEMPLATE, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_WORKERS,
+	OPT_DAYS, OPT_TEMPLATE, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_TLS_CRL, OPT_WORKERS,
 	OPT_MAXCONN, OPT_MAXHS, OPT_MAXHS_SRC, OPT_HS_TIMEOUT, OPT_IDLE_TIMEOUT,
 	OPT_MODE, OPT_METRICS, OPT_TLOG, OPT_LOG_KEY, OPT_LOG_ORIGIN, OPT_VERSION, OPT_HELP, OPT_END_
 };
@@ -43,6 +43,7 @@ static const struct optdef {
 	{ "tls-cert", OPT_TLS_CERT, "FILE", "server certificate for tls: listeners" },
 	{ "tls-key", OPT_TLS_KEY, "FILE", "its private key" },
 	{ "tls-client-ca", OPT_TLS_CA, "FILE", "CA that client certificates must chain to" },
+	{ "tls-crl", OPT_TLS_CRL, "FILE", "PEM CRLs of those CAs, checked for every client (re-read on SIGHUP)" },
 	{ "workers", OPT_WORKERS, "N", "signing threads (default: number of CPUs)" },
 	{ "max-connections", OPT_MAXCONN, "N", "concurrent connections (default 256; a quarter kept for unix:)" },
 	{ "max-handshakes", OPT_MAXHS, "N", "TLS handshakes in progress per listener (default 128)" },
@@ -162,6 +163,7 @@ static int apply(struct options *o, int id, const char *v)
 	case OPT_TLS_CERT: o->tls.cert = v; return 0;
 	case OPT_TLS_KEY: o->tls.key = v; return 0;
 	case OPT_TLS_CA: o->tls.client_ca = v; return 0;
+	case OPT_TLS_CRL: o->tls.crl = v; return 0;
 	case OPT_WORKERS: return number("workers", v, 256, &o->server.workers);
 	case OPT_MAXCONN: return number("max-connections", v, 65536, &o->server.max_conns);
 	case OPT_MAXHS: return number("max-handshakes", v, 65536, &o->server.max_handshakes);
@@ -350,7 +352,7 @@ static void warn_not_applied(const struct options *old, const struct options *fr
 	}
 	if (len)
 		log_warning("SIGHUP: %s: changed %s: not applied until modsignd restarts "
-			    "(a reload applies the allow rules and reopens the audit log)",
+			    "(a reload applies the allow rules, re-reads the tls-crl file and reopens the audit log)",
 			    old->config, names);
 }
 

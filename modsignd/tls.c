@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,6 +52,15 @@ static int verify_cb(int ok, X509_STORE_CTX *ctx)
 	return 1;
 }
 
+static bool store_has_crl(X509_STORE *store)
+{
+	STACK_OF(X509_OBJECT) *objs = X509_STORE_get0_objects(store);
+
+	for (int i = 0; i < sk_X509_OBJECT_num(objs); i++)
+		if (X509_OBJECT_get_type(sk_X509_OBJECT_value(objs, i)) == X509_LU_CRL)
+			return true;
+	return false;
+}
 
 int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, char *why, size_t why_size)
 {
@@ -81,6 +91,12 @@ int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, char *why, size_t w
 		snprintf(why, why_size, "%s: unreadable or invalid", cfg->client_ca);
 		goto fail;
 	}
+	if (store_has_crl(SSL_CTX_get_cert_store(ctx))) {
+		snprintf(why, why_size, "%s: holds a CRL, which would not be checked there: "
+			 "give CRLs with --tls-crl", cfg->client_ca);
+		goto fail;
+	}
+	X509_STORE_set_flags(SSL_CTX_get_cert_store(ctx), X509_V_FLAG_PARTIAL_CHAIN);
 	SSL_CTX_set_purpose(ctx, X509_PURPOSE_SSL_CLIENT);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_cb);
 	ERR_clear_error();
@@ -212,5 +228,141 @@ int tls_peer_cert(SSL *ssl, struct peer_cert *ret)
 	*ret = c;
 out:
 	ERR_clear_error();
+	return r;
+}
+
+/* ---- revocation ------------------------------------------------------------ */
+
+/*
+ * The CRLs in force hang on the verify store (ex_data, freed with it) and
+ * reach verification through the store's CRL lookup: a reload swaps one
+ * stack for another, where CRLs added to the store itself could never be
+ * taken out again.  Verification runs on the event loop, as do reloads.
+ */
+static int crl_index = -1;
+
+static void crls_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
+		      void *argp)
+{
+	(void)parent;
+	(void)ad;
+	(void)idx;
+	(void)argl;
+	(void)argp;
+	sk_X509_CRL_pop_free(ptr, X509_CRL_free);
+}
+
+/* OpenSSL's lookup_crls: the CRLs in force of @issuer, a new stack that
+ * the caller frees, each CRL with a reference of its own. */
+static STACK_OF(X509_CRL) *lookup_crls(const X509_STORE_CTX *ctx, const X509_NAME *issuer)
+{
+	STACK_OF(X509_CRL) *all = X509_STORE_get_ex_data(X509_STORE_CTX_get0_store(ctx), crl_index);
+	STACK_OF(X509_CRL) *ret = sk_X509_CRL_new_null();
+
+	for (int i = 0; ret && i < sk_X509_CRL_num(all); i++) {
+		X509_CRL *crl = sk_X509_CRL_value(all, i);
+
+		if (X509_NAME_cmp(X509_CRL_get_issuer(crl), issuer) == 0 &&
+		    X509_CRL_up_ref(crl) && !sk_X509_CRL_push(ret, crl))
+			X509_CRL_free(crl);
+	}
+	return ret;
+}
+
+/* Whether a CA certificate of @store signed @crl: a CRL of another PKI
+ * (the wrong file) would revoke nothing, and is refused instead. */
+static bool crl_signed_by_store(X509_STORE *store, X509_CRL *crl)
+{
+	STACK_OF(X509_OBJECT) *objs = X509_STORE_get0_objects(store);
+
+	for (int i = 0; i < sk_X509_OBJECT_num(objs); i++) {
+		X509 *ca = X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objs, i));
+
+		if (ca && X509_NAME_cmp(X509_get_subject_name(ca), X509_CRL_get_issuer(crl)) == 0 &&
+		    X509_CRL_verify(crl, X509_get0_pubkey(ca)) == 1)
+			return true;
+	}
+	return false;
+}
+
+/* Every PEM CRL of @path; a file that holds none, or a block that does
+ * not parse, is refused. */
+static int read_crls(const char *path, STACK_OF(X509_CRL) **ret, char *why, size_t size)
+{
+	STACK_OF(X509_CRL) *sk = sk_X509_CRL_new_null();
+	BIO *b = BIO_new_file(path, "r");
+	X509_CRL *crl;
+	unsigned long err;
+
+	if (!sk || !b) {
+		snprintf(why, size, "%s: %s", path, sk ? "unreadable" : strerror(ENOMEM));
+		BIO_free(b);
+		sk_X509_CRL_free(sk);
+		return sk ? -ENOENT : -ENOMEM;
+	}
+	while ((crl = PEM_read_bio_X509_CRL(b, NULL, NULL, NULL)))
+		if (!sk_X509_CRL_push(sk, crl))
+			X509_CRL_free(crl);
+	err = ERR_peek_last_error();
+	BIO_free(b);
+	if (ERR_GET_REASON(err) != PEM_R_NO_START_LINE || sk_X509_CRL_num(sk) == 0) {
+		snprintf(why, size, "%s: %s", path,
+			 sk_X509_CRL_num(sk) ? "a CRL does not parse" : "holds no PEM CRL");
+		sk_X509_CRL_pop_free(sk, X509_CRL_free);
+		return -EINVAL;
+	}
+	*ret = sk;
+	return 0;
+}
+
+/* Of @sk: -EINVAL if one is not signed by a CA of @store, else how
+ * many are past their next update. */
+static int check_crls(X509_STORE *store, STACK_OF(X509_CRL) *sk, const char *path, char *why,
+		      size_t size)
+{
+	int expired = 0;
+
+	for (int i = 0; i < sk_X509_CRL_num(sk); i++) {
+		X509_CRL *crl = sk_X509_CRL_value(sk, i);
+		const ASN1_TIME *next = X509_CRL_get0_nextUpdate(crl);
+		char issuer[PEER_MAX_ISSUER];
+
+		if (!crl_signed_by_store(store, crl)) {
+			X509_NAME_oneline(X509_CRL_get_issuer(crl), issuer, sizeof(issuer));
+			snprintf(why, size, "%s: the CRL of %s is not signed by a CA of "
+				 "--tls-client-ca", path, issuer);
+			return -EINVAL;
+		}
+		expired += next && X509_cmp_current_time(next) < 0;
+	}
+	return expired;
+}
+
+int tls_load_crl(SSL_CTX *ctx, const char *path, char *why, size_t why_size)
+{
+	X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+	STACK_OF(X509_CRL) *sk = NULL, *old;
+	int r;
+
+	if (crl_index < 0)
+		crl_index = X509_STORE_get_ex_new_index(0, NULL, NULL, NULL, crls_free);
+	if (crl_index < 0)
+		return snprintf(why, why_size, "%s", strerror(ENOMEM)), -ENOMEM;
+	old = X509_STORE_get_ex_data(store, crl_index);
+	r = read_crls(path, &sk, why, why_size);
+	if (r >= 0)
+		r = check_crls(store, sk, path, why, why_size);
+	if (r >= 0 && !X509_STORE_set_ex_data(store, crl_index, sk)) {
+		snprintf(why, why_size, "%s", strerror(ENOMEM));
+		r = -ENOMEM;
+	}
+	ERR_clear_error();
+	if (r < 0) {
+		sk_X509_CRL_pop_free(sk, X509_CRL_free);
+		return r;
+	}
+	sk_X509_CRL_pop_free(old, X509_CRL_free);
+	X509_STORE_set_lookup_crls(store, lookup_crls);
+	X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK);
 	return r;
 }
