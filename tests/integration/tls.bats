@@ -565,6 +565,20 @@ fp() { openssl x509 -in "$R/$1.crt" -noout -fingerprint -sha256 | sed 's/.*=//; 
 	assert_output --partial "holds a CRL, which would not be checked there"
 }
 
+# The daemon of such a file either does not start or refuses the revoked
+# builder; never does it sign for it (909c901 did: the CRL went unread).
+@test "crl-in-client-ca-file-never-admits-revoked" {
+	rev_pki
+	cat "$R/all-cas.crt" "$R/revoked.crl" >"$R/ca-and-crl.pem"
+	if rev_daemon ca-and-crl.pem cn:builder-1; then
+		fresh r.ko
+		run rev_as stolen sign r.ko
+		assert_failure
+	else
+		grep -q "holds a CRL" modsignd.log
+	fi
+}
+
 @test "crl-expired-refuses-builders" {
 	rev_pki
 	rev_daemon sub-a.crt cn:builder-1 -- --tls-crl "$R/expired.crl"
