@@ -30,7 +30,7 @@ static const struct optdef {
 	{ "check-config", OPT_CHECK, NULL, "validate the settings and exit" },
 	{ "listen", OPT_LISTEN, "ADDR", "unix:PATH or tls:HOST:PORT (repeatable; default unix:" OPTIONS_DEFAULT_SOCKET ")" },
 	{ "key", OPT_KEY, "NAME=SRC", "ephemeral[:ALG], a PEM file, or a pkcs11: URI (repeatable)" },
-	{ "allow", OPT_ALLOW, "RULE", "IDENTITY[=KEY,...]: uid:N gid:N user:NAME group:NAME cn:NAME (repeatable)" },
+	{ "allow", OPT_ALLOW, "RULE", "IDENTITY[=KEY,...]: uid:N gid:N user:NAME group:NAME [PIN/...]cn:NAME (repeatable)" },
 	{ "cert", OPT_CERT, "NAME=PATH", "certificate for a token key that has none on the token" },
 	{ "pin-file", OPT_PIN_FILE, "FILE", "PKCS#11 PIN (mode 0600 or stricter)" },
 	{ "pkcs11-module", OPT_PKCS11_MODULE, "PATH", "PKCS#11 module (default: p11-kit proxy)" },
@@ -309,7 +309,9 @@ static int add_rules(struct policy *p, const char *const *rules, size_t n)
 
 		if (r == -EINVAL)
 			return log_error_errno(r, "allow %s: expected IDENTITY[=KEY,...] with "
-						  "uid:N, gid:N, user:NAME, group:NAME or cn:NAME",
+						  "uid:N, gid:N, user:NAME, group:NAME or [PIN/...]cn:NAME "
+						  "(pins: sha256:HEX, issuer-sha256:HEX, serial:HEX with "
+						  "issuer-sha256:)",
 					       rules[i]);
 		if (r < 0)
 			return log_error_errno(r, "allow %s: %m", rules[i]);
