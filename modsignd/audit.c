@@ -287,7 +287,8 @@ static void journal_json(const struct audit *a, json_object *o)
 			    field(o, "key"), "MODSIGN_KEY_ID=%s", field(o, "key_id"),
 			    "MODSIGN_HASH=%s", field(o, "hash"), "MODSIGN_DIGEST=%s",
 			    field(o, "digest"), "MODSIGN_MODULE=%s", field(o, "module"),
-			    "MODSIGN_COUNT=%s", field(o, "count"), NULL) >= 0)
+			    "MODSIGN_COUNT=%s", field(o, "count"), "MODSIGN_CLIENT_CERT_SHA256=%s",
+			    field(o, "client_cert_sha256"), NULL) >= 0)
 		return;
 	log_msg(ok ? LOG_INFO : LOG_WARNING, "audit: %s", text);
 }

@@ -677,6 +677,10 @@ rev_hup() {
 		run grep -raq "\"module\":\"$who.ko\",\"client\":\"cn:builder-1\",\"client_cert_sha256\":\"$(fp "$who")\",\"client_serial\":\"$serial\",\"client_issuer\":\"CN=sub-a\",\"client_issuer_sha256\":\"$(fp sub-a)\"" tlog
 		assert_success
 	done
+	# The log verifies, and finds both modules in it.
+	"$C" --server "unix:$T/sock" log vkey >vkey
+	run "$C" log verify --vkey-file vkey --dir tlog new.ko stolen.ko
+	assert_success
 }
 
 @test "intermediate-only-trust-admits-its-builder" {
