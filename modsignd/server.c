@@ -1304,6 +1304,17 @@ static void begin_stop(struct server *s)
 	}
 }
 
+/* A CRL re-read on SIGHUP also ends the connections of the certificates
+ * it now revokes: the handshake checked them against the CRLs of then. */
+static void close_revoked(struct server *s)
+{
+	for (struct conn *c = s->conns; c; c = c->next)
+		if (c->fd >= 0 && c->tls_admitted && tls_peer_revoked(c->ssl)) {
+			log_notice("%s: closing: its certificate is now revoked", c->peer.desc);
+			conn_close(s, c);
+		}
+}
+
 static void reload(struct server *s)
 {
 	int r;
@@ -1312,6 +1323,7 @@ static void reload(struct server *s)
 	r = s->cfg.reload ? s->cfg.reload(s->cfg.userdata) : 0;
 	if (r < 0)
 		log_error("SIGHUP: keeping the old policy: %s", strerror(-r));
+	close_revoked(s);
 	r = audit_reopen(s->audit);
 	if (r < 0)
 		log_error("SIGHUP: cannot reopen the audit log %s (the old one stays in use): %s",

@@ -366,3 +366,20 @@ int tls_load_crl(SSL_CTX *ctx, const char *path, char *why, size_t why_size)
 	X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK);
 	return r;
 }
+
+bool tls_peer_revoked(SSL *ssl)
+{
+	X509_STORE *store = SSL_CTX_get_cert_store(SSL_get_SSL_CTX(ssl));
+	STACK_OF(X509_CRL) *all = crl_index < 0 ? NULL : X509_STORE_get_ex_data(store, crl_index);
+	X509 *cert = SSL_get0_peer_certificate(ssl);
+	X509_REVOKED *entry;
+
+	for (int i = 0; cert && i < sk_X509_CRL_num(all); i++) {
+		X509_CRL *crl = sk_X509_CRL_value(all, i);
+
+		if (X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_issuer_name(cert)) == 0 &&
+		    X509_CRL_get0_by_cert(crl, &entry, cert) == 1)
+			return true;
+	}
+	return false;
+}

@@ -9,6 +9,7 @@
  */
 
 #include <openssl/ssl.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "policy.h"
@@ -46,6 +47,10 @@ int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, char *why, size_t w
  * with a line in @why naming the file and the fault.
  */
 int tls_load_crl(SSL_CTX *ctx, const char *path, char *why, size_t why_size);
+
+/* Whether a CRL in force now revokes the client certificate of @ssl, a
+ * connection admitted before that CRL was loaded. */
+bool tls_peer_revoked(SSL *ssl);
 
 /*
  * 0 if @x is fit to be a client certificate's leaf: not a CA

@@ -631,6 +631,34 @@ rev_hup() {
 	assert_success
 }
 
+# hold_tls WHO DIR: a silent TLS connection as $R/WHO, in the background;
+# DIR/rc once it ended: 124 if it was still open after 15 s.
+hold_tls() {
+	mkdir -p "$2"
+	(
+		timeout 15 openssl s_client -connect "127.0.0.1:$PORT" -servername localhost \
+			-CAfile "$P/farm-ca.crt" -cert "$R/$1.crt" -key "$R/$1.key" -quiet \
+			< <(sleep 20) >"$2/out" 2>&1
+		echo $? >"$2/rc"
+	) 3>&- &
+}
+
+@test "crl-sighup-closes-revoked-connections" {
+	rev_pki
+	cp "$R/empty.crl" crl.pem
+	rev_daemon sub-a.crt cn:builder-1 -- --tls-crl "$T/crl.pem"
+	hold_tls stolen stolen-conn
+	hold_tls new new-conn
+	sleep 2 # both admitted: nothing says so below debug level
+	cp "$R/revoked.crl" crl.pem
+	rev_hup
+	eventually 5 test -e stolen-conn/rc
+	grep -q "closing: its certificate is now revoked" modsignd.log
+	# Twin: the unrevoked builder's connection stays.
+	run test -e new-conn/rc
+	assert_failure
+}
+
 @test "crl-sighup-bad-crl-keeps-old" {
 	rev_pki
 	cp "$R/revoked.crl" crl.pem
