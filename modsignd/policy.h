@@ -7,7 +7,7 @@
  * IDENTITY is uid:N, gid:N, user:NAME, group:NAME (UNIX peers, from
  * SO_PEERCRED and SO_PEERGROUPS) or cn:NAME (TLS peers, the common name of
  * their verified client certificate).  A cn: rule may be preceded by pins,
- * each QUALIFIER:HEX/ (hex digits, any case, ':' between them allowed):
+ * each PIN:HEX/ (hex digits, any case, ':' between them allowed):
  * sha256: the SHA-256 of the client certificate itself, issuer-sha256: of
  * the CA certificate that issued it in the verified chain, serial: its
  * serial number (only with issuer-sha256:, a serial alone means nothing
@@ -15,9 +15,10 @@
  * matches, so "sha256:AB12...EF/cn:builder-1=dist" admits builder-1's
  * current certificate and not an older one, stolen, of the same name.
  * Hex and '/' hold no '=', so the first '=' still ends the identity.
- * Without =KEYS a rule grants every key.  A peer no rule names is refused at connect; a peer named by some
- * rule is refused, per request, the keys no matching rule grants.  The
- * socket file's mode is a second fence, never the only one.
+ * Without =KEYS a rule grants every key.  A peer no rule names is refused
+ * at connect; a peer named by some rule is refused, per request, the keys
+ * no matching rule grants.  The socket file's mode is a second fence,
+ * never the only one.
  */
 
 #include <stdbool.h>
