@@ -689,7 +689,7 @@ hold_tls() {
 
 @test "audit-records-client-cert" {
 	rev_pki
-	rev_daemon sub-a.crt cn:builder-1 -- --transparency-log "$T/tlog" --log-key ephemeral
+	rev_daemon all-cas.crt cn:builder-1 -- --transparency-log "$T/tlog" --log-key ephemeral
 	fresh new.ko
 	rev_as new sign new.ko
 	fresh stolen.ko
