@@ -39,6 +39,20 @@ static int add_hex(json_object *o, const char *key, const uint8_t *buf, size_t l
 	return r < 0 ? r : add_string(o, key, hex);
 }
 
+static int add_client_cert(json_object *o, const struct tlog_entry *e)
+{
+	int r;
+
+	if (!e->client_cert_sha256)
+		return 0;
+	if ((r = add_string(o, "client_cert_sha256", e->client_cert_sha256)) < 0 ||
+	    (r = add_string(o, "client_serial", e->client_serial)) < 0 ||
+	    (r = add_string(o, "client_issuer", e->client_issuer)) < 0 ||
+	    (r = add_string(o, "client_issuer_sha256", e->client_issuer_sha256)) < 0)
+		return r;
+	return 0;
+}
+
 static int fill(json_object *o, const struct tlog_entry *e)
 {
 	uint8_t sig_md[32];
@@ -58,7 +72,7 @@ static int fill(json_object *o, const struct tlog_entry *e)
 	    (r = add_string(o, "hash", e->hash)) < 0 ||
 	    (r = add_hex(o, "digest", e->digest, e->digest_len)) < 0 ||
 	    (r = add_string(o, "module", e->module)) < 0 ||
-	    (r = add_string(o, "client", e->client)) < 0 ||
+	    (r = add_string(o, "client", e->client)) < 0 || (r = add_client_cert(o, e)) < 0 ||
 	    (r = add_hex(o, "sig_sha256", sig_md, sizeof(sig_md))) < 0)
 		return r;
 	return 0;

@@ -225,6 +225,20 @@ static void add_module(json_object *o, const char *module)
 		json_object_object_add(o, "module_hex", json_object_new_string(hex));
 }
 
+/* Which certificate a TLS peer used: its name alone does not tell a
+ * stolen certificate from the one re-issued to replace it. */
+static void add_client_cert(json_object *o, const struct peer *peer)
+{
+	const struct peer_cert *c = &peer->cert;
+
+	if (!peer->tls || !c->sha256[0])
+		return;
+	json_object_object_add(o, "client_cert_sha256", json_object_new_string(c->sha256));
+	json_object_object_add(o, "client_serial", json_object_new_string(c->serial));
+	json_object_object_add(o, "client_issuer", text_new(c->issuer));
+	json_object_object_add(o, "client_issuer_sha256", json_object_new_string(c->issuer_sha256));
+}
+
 static json_object *event_json(const struct audit_event *e, const char *hex)
 {
 	json_object *o = json_object_new_object();
@@ -236,6 +250,7 @@ static json_object *event_json(const struct audit_event *e, const char *hex)
 	json_object_object_add(o, "time", json_object_new_string(when));
 	json_object_object_add(o, "identity", text_new(e->peer->identity));
 	json_object_object_add(o, "peer", text_new(e->peer->desc));
+	add_client_cert(o, e->peer);
 	json_object_object_add(o, "key", text_new(e->key));
 	json_object_object_add(o, "key_id", text_new(e->key_id));
 	json_object_object_add(o, "hash", e->md ? json_object_new_string(digest_name(e->md)) : NULL);
@@ -292,7 +307,8 @@ static void journal_json(const struct audit *a, json_object *o)
 			    field(o, "key"), "MODSIGN_KEY_ID=%s", field(o, "key_id"),
 			    "MODSIGN_HASH=%s", field(o, "hash"), "MODSIGN_DIGEST=%s",
 			    field(o, "digest"), "MODSIGN_MODULE=%s", field(o, "module"),
-			    "MODSIGN_COUNT=%s", field(o, "count"), NULL) >= 0)
+			    "MODSIGN_COUNT=%s", field(o, "count"), "MODSIGN_CLIENT_CERT_SHA256=%s",
+			    field(o, "client_cert_sha256"), NULL) >= 0)
 		return;
 	log_msg(ok ? LOG_INFO : LOG_WARNING, "audit: %s", text);
 }

@@ -88,8 +88,29 @@ static int load_keys(struct daemon *d)
 	return 0;
 }
 
-/* SIGHUP: a new policy replaces the old one only if it parses whole, and a
- * token that was gone is looked for again at once. */
+/* The --tls-crl file, at start (@when NULL: a bad file stops the daemon)
+ * or on SIGHUP (a bad file keeps the CRLs in force, and says so once). */
+static int load_crl(struct daemon *d, const char *when)
+{
+	char why[PATH_MAX + 256];
+	int r;
+
+	if (!d->tls || !d->opt.tls.crl)
+		return 0;
+	r = tls_load_crl(d->tls, d->opt.tls.crl, why, sizeof(why));
+	if (r < 0 && when)
+		log_error("%s: keeping the CRLs in force: %s", when, why);
+	if (r < 0)
+		return when ? 0 : log_error_errno(r, "TLS: %s", why);
+	if (r > 0)
+		log_warning("TLS: %s: %d CRL(s) past their next update: the builders of "
+			    "their CAs are refused until a fresh CRL is loaded", d->opt.tls.crl, r);
+	log_info("TLS: client certificates checked against the CRLs of %s", d->opt.tls.crl);
+	return 0;
+}
+
+/* SIGHUP: a new policy replaces the old one only if it parses whole, the
+ * CRLs are re-read, and a token that was gone is looked for again at once. */
 static int reload_policy(void *userdata)
 {
 	struct daemon *d = userdata;
@@ -97,6 +118,7 @@ static int reload_policy(void *userdata)
 	int r;
 
 	pkcs11_retry_now();
+	load_crl(d, "SIGHUP");
 	r = options_reload_allow(&d->opt, &fresh);
 
 	if (r < 0) {
@@ -185,7 +207,7 @@ static int setup_tls(struct daemon *d)
 	r = tls_ctx_new(&d->opt.tls, &d->tls, why, sizeof(why));
 	if (r < 0)
 		return log_error_errno(r, "TLS: %s", why);
-	return 0;
+	return load_crl(d, NULL);
 }
 
 static int open_one(struct server *s, const char *a)

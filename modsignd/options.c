@@ -14,7 +14,7 @@
 enum {
 	OPT_CONFIG = 256, OPT_CHECK, OPT_LISTEN, OPT_KEY, OPT_ALLOW, OPT_CERT,
 	OPT_PIN_FILE, OPT_PKCS11_MODULE, OPT_AUDIT_LOG, OPT_ORG, OPT_CN, OPT_EMAIL,
-	OPT_DAYS, OPT_TEMPLATE, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_WORKERS,
+	OPT_DAYS, OPT_TEMPLATE, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_TLS_CRL, OPT_WORKERS,
 	OPT_MAXCONN, OPT_MAXHS, OPT_MAXHS_SRC, OPT_HS_TIMEOUT, OPT_IDLE_TIMEOUT,
 	OPT_MODE, OPT_METRICS, OPT_TLOG, OPT_LOG_KEY, OPT_LOG_ORIGIN, OPT_VERSION, OPT_HELP, OPT_END_
 };
@@ -30,7 +30,7 @@ static const struct optdef {
 	{ "check-config", OPT_CHECK, NULL, "validate the settings and exit" },
 	{ "listen", OPT_LISTEN, "ADDR", "unix:PATH or tls:HOST:PORT (repeatable; default unix:" OPTIONS_DEFAULT_SOCKET ")" },
 	{ "key", OPT_KEY, "NAME=SRC", "ephemeral[:ALG], a PEM file, or a pkcs11: URI (repeatable)" },
-	{ "allow", OPT_ALLOW, "RULE", "IDENTITY[=KEY,...]: uid:N gid:N user:NAME group:NAME cn:NAME (repeatable)" },
+	{ "allow", OPT_ALLOW, "RULE", "IDENTITY[=KEY,...]: uid:N gid:N user:NAME group:NAME [PIN/...]cn:NAME (repeatable)" },
 	{ "cert", OPT_CERT, "NAME=PATH", "certificate for a token key that has none on the token" },
 	{ "pin-file", OPT_PIN_FILE, "FILE", "PKCS#11 PIN (mode 0600 or stricter)" },
 	{ "pkcs11-module", OPT_PKCS11_MODULE, "PATH", "PKCS#11 module (default: p11-kit proxy)" },
@@ -43,6 +43,7 @@ static const struct optdef {
 	{ "tls-cert", OPT_TLS_CERT, "FILE", "server certificate for tls: listeners" },
 	{ "tls-key", OPT_TLS_KEY, "FILE", "its private key" },
 	{ "tls-client-ca", OPT_TLS_CA, "FILE", "CA that client certificates must chain to" },
+	{ "tls-crl", OPT_TLS_CRL, "FILE", "PEM CRLs of those CAs, checked for every client (re-read on SIGHUP)" },
 	{ "workers", OPT_WORKERS, "N", "signing threads (default: number of CPUs)" },
 	{ "max-connections", OPT_MAXCONN, "N", "concurrent connections (default 256; a quarter kept for unix:)" },
 	{ "max-handshakes", OPT_MAXHS, "N", "TLS handshakes in progress per listener (default 128)" },
@@ -162,6 +163,7 @@ static int apply(struct options *o, int id, const char *v)
 	case OPT_TLS_CERT: o->tls.cert = v; return 0;
 	case OPT_TLS_KEY: o->tls.key = v; return 0;
 	case OPT_TLS_CA: o->tls.client_ca = v; return 0;
+	case OPT_TLS_CRL: o->tls.crl = v; return 0;
 	case OPT_WORKERS: return number("workers", v, 256, &o->server.workers);
 	case OPT_MAXCONN: return number("max-connections", v, 65536, &o->server.max_conns);
 	case OPT_MAXHS: return number("max-handshakes", v, 65536, &o->server.max_handshakes);
@@ -307,7 +309,9 @@ static int add_rules(struct policy *p, const char *const *rules, size_t n)
 
 		if (r == -EINVAL)
 			return log_error_errno(r, "allow %s: expected IDENTITY[=KEY,...] with "
-						  "uid:N, gid:N, user:NAME, group:NAME or cn:NAME",
+						  "uid:N, gid:N, user:NAME, group:NAME or [PIN/...]cn:NAME "
+						  "(pins: sha256:HEX, issuer-sha256:HEX, serial:HEX with "
+						  "issuer-sha256:)",
 					       rules[i]);
 		if (r < 0)
 			return log_error_errno(r, "allow %s: %m", rules[i]);
@@ -350,7 +354,7 @@ static void warn_not_applied(const struct options *old, const struct options *fr
 	}
 	if (len)
 		log_warning("SIGHUP: %s: changed %s: not applied until modsignd restarts "
-			    "(a reload applies the allow rules and reopens the audit log)",
+			    "(a reload applies the allow rules, re-reads the tls-crl file and reopens the audit log)",
 			    old->config, names);
 }
 

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,11 +81,116 @@ static int lookup_group(const char *name, unsigned long *ret)
 	return 0;
 }
 
+/*
+ * The pins a cn: rule may carry, one row each; both the rule's and the
+ * peer's values are a struct peer_cert, so one offset serves parsing and
+ * matching.  Values are hex: lengths are digits, ':' between them skipped
+ * (openssl x509 -fingerprint prints them so).
+ */
+static const struct pin_kind {
+	const char *prefix;
+	size_t off, min, max;
+} pin_kinds[] = {
+	{ "sha256:", offsetof(struct peer_cert, sha256), 64, 64 },
+	{ "issuer-sha256:", offsetof(struct peer_cert, issuer_sha256), 64, 64 },
+	{ "serial:", offsetof(struct peer_cert, serial), 1, PEER_MAX_SERIAL - 1 },
+};
+
+static char *pin_field(struct peer_cert *c, const struct pin_kind *k)
+{
+	return (char *)c + k->off;
+}
+
+static const char *pin_value(const struct peer_cert *c, const struct pin_kind *k)
+{
+	return (const char *)c + k->off;
+}
+
+/* The hex at @s, up to '/', lower-cased into @out (of k->max + 1 bytes).
+ * Returns the length consumed, or -EINVAL. */
+static int parse_pin_hex(const char *s, const struct pin_kind *k, char *out)
+{
+	const char *p = s;
+	size_t n = 0;
+
+	for (; *p && *p != '/'; p++) {
+		if (*p == ':' && p > s && p[1] != '/' && p[1] != ':')
+			continue;
+		if (!isxdigit((unsigned char)*p) || n >= k->max)
+			return -EINVAL;
+		out[n++] = (char)tolower((unsigned char)*p);
+	}
+	out[n] = '\0';
+	if (*p != '/' || n < k->min)
+		return -EINVAL;
+	return (int)(p - s);
+}
+
+/* Serial numbers compare as numbers: 00a1 is a1. */
+static void strip_leading_zeros(char *hex)
+{
+	size_t z = strspn(hex, "0");
+
+	if (z && !hex[z])
+		z--;
+	memmove(hex, hex + z, strlen(hex + z) + 1);
+}
+
+/* The "KIND:HEX/" pins at the head of *@id, consumed. */
+static int parse_pins(struct rule *r, const char **id)
+{
+	for (;;) {
+		const struct pin_kind *k = NULL;
+		int n;
+
+		for (size_t i = 0; i < ELEMENTSOF(pin_kinds) && !k; i++)
+			if (strncmp(*id, pin_kinds[i].prefix, strlen(pin_kinds[i].prefix)) == 0)
+				k = &pin_kinds[i];
+		if (!k)
+			break;
+		*id += strlen(k->prefix);
+		if (*pin_field(&r->pin, k)) /* twice */
+			return -EINVAL;
+		n = parse_pin_hex(*id, k, pin_field(&r->pin, k));
+		if (n < 0)
+			return n;
+		*id += n + 1;
+	}
+	strip_leading_zeros(r->pin.serial);
+	if (*r->pin.serial && !*r->pin.issuer_sha256)
+		return -EINVAL;
+	return 0;
+}
+
+static bool pins_match(const struct peer_cert *pin, const struct peer_cert *cert)
+{
+	for (size_t i = 0; i < ELEMENTSOF(pin_kinds); i++) {
+		const char *want = pin_value(pin, &pin_kinds[i]);
+
+		if (*want && strcmp(want, pin_value(cert, &pin_kinds[i])) != 0)
+			return false;
+	}
+	return true;
+}
+
+static bool has_pins(const struct peer_cert *pin)
+{
+	for (size_t i = 0; i < ELEMENTSOF(pin_kinds); i++)
+		if (*pin_value(pin, &pin_kinds[i]))
+			return true;
+	return false;
+}
+
 static int parse_identity(struct rule *r, const char *id)
 {
-	const char *v = strchr(id, ':');
-	int res;
+	const char *v;
+	int res = parse_pins(r, &id);
 
+	if (res < 0)
+		return res;
+	if (has_pins(&r->pin) && strncmp(id, "cn:", 3) != 0)
+		return -EINVAL;
+	v = strchr(id, ':');
 	if (!v || !v[1])
 		return -EINVAL;
 	v++;
@@ -196,7 +303,8 @@ static bool in_groups(const struct peer *peer, unsigned long gid)
 static bool rule_matches(const struct rule *r, const struct peer *peer)
 {
 	if (peer->tls)
-		return r->kind == RULE_CN && strcmp(r->cn, peer->cn) == 0;
+		return r->kind == RULE_CN && strcmp(r->cn, peer->cn) == 0 &&
+		       pins_match(&r->pin, &peer->cert);
 	if (r->kind == RULE_UID)
 		return r->id == peer->uid;
 	if (r->kind == RULE_GID)

@@ -675,6 +675,14 @@ static void handshake_done(struct server *s, struct conn *c)
 		return;
 	}
 	peer_from_cn(cn, addr, &c->peer);
+	/* Pins match on these, and every record of the peer carries them,
+	 * so that a stolen certificate's use is told from its successor's. */
+	if (tls_peer_cert(c->ssl, &c->peer.cert) < 0) {
+		audit_refusal(s, &c->peer, NULL, "client certificate unreadable");
+		conn_reply_error(c, 0, "permission denied: client certificate unreadable");
+		c->closing = true;
+		return;
+	}
 	if (!policy_admits(s->policy, &c->peer)) {
 		snprintf(why, sizeof(why), "permission denied: %s is not named by the policy",
 			 c->peer.identity);
@@ -1098,6 +1106,14 @@ static void log_job(struct server *s, struct job *j)
 		.digest = j->digest, .digest_len = j->digest_len, .module = j->module,
 		.client = j->conn->peer.identity, .sig = j->der, .sig_len = j->der_len,
 	};
+	const struct peer_cert *c = &j->conn->peer.cert;
+
+	if (j->conn->peer.tls && c->sha256[0]) {
+		e.client_cert_sha256 = c->sha256;
+		e.client_serial = c->serial;
+		e.client_issuer = c->issuer;
+		e.client_issuer_sha256 = c->issuer_sha256;
+	}
 
 	j->tlog_r = translog_append(s->translog, &e, &j->log_index);
 	j->logged = j->tlog_r >= 0;
@@ -1288,6 +1304,17 @@ static void begin_stop(struct server *s)
 	}
 }
 
+/* A CRL re-read on SIGHUP also ends the connections of the certificates
+ * it now revokes: the handshake checked them against the CRLs of then. */
+static void close_revoked(struct server *s)
+{
+	for (struct conn *c = s->conns; c; c = c->next)
+		if (c->fd >= 0 && c->tls_admitted && tls_peer_revoked(c->ssl)) {
+			log_notice("%s: closing: its certificate is now revoked", c->peer.desc);
+			conn_close(s, c);
+		}
+}
+
 static void reload(struct server *s)
 {
 	int r;
@@ -1296,6 +1323,7 @@ static void reload(struct server *s)
 	r = s->cfg.reload ? s->cfg.reload(s->cfg.userdata) : 0;
 	if (r < 0)
 		log_error("SIGHUP: keeping the old policy: %s", strerror(-r));
+	close_revoked(s);
 	r = audit_reopen(s->audit);
 	if (r < 0)
 		log_error("SIGHUP: cannot reopen the audit log %s (the old one stays in use): %s",

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <ctype.h>
 #include <errno.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
 #include <string.h>
@@ -50,6 +52,15 @@ static int verify_cb(int ok, X509_STORE_CTX *ctx)
 	return 1;
 }
 
+static bool store_has_crl(X509_STORE *store)
+{
+	STACK_OF(X509_OBJECT) *objs = X509_STORE_get0_objects(store);
+
+	for (int i = 0; i < sk_X509_OBJECT_num(objs); i++)
+		if (X509_OBJECT_get_type(sk_X509_OBJECT_value(objs, i)) == X509_LU_CRL)
+			return true;
+	return false;
+}
 
 int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, char *why, size_t why_size)
 {
@@ -80,6 +91,12 @@ int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, char *why, size_t w
 		snprintf(why, why_size, "%s: unreadable or invalid", cfg->client_ca);
 		goto fail;
 	}
+	if (store_has_crl(SSL_CTX_get_cert_store(ctx))) {
+		snprintf(why, why_size, "%s: holds a CRL, which would not be checked there: "
+			 "give CRLs with --tls-crl", cfg->client_ca);
+		goto fail;
+	}
+	X509_STORE_set_flags(SSL_CTX_get_cert_store(ctx), X509_V_FLAG_PARTIAL_CHAIN);
 	SSL_CTX_set_purpose(ctx, X509_PURPOSE_SSL_CLIENT);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, verify_cb);
 	ERR_clear_error();
@@ -142,4 +159,227 @@ int tls_peer_cn(SSL *ssl, char *buf, size_t size)
 	buf[len] = '\0';
 	OPENSSL_free(utf8);
 	return 0;
+}
+
+static int sha256_hex(X509 *x, char out[PEER_SHA256_HEX])
+{
+	unsigned char md[32];
+	unsigned int n = 0;
+	_cleanup_(freep) char *hex = NULL;
+
+	if (X509_digest(x, EVP_sha256(), md, &n) != 1 || n != sizeof(md) ||
+	    hex_encode(md, n, &hex) < 0)
+		return -ENOMEM;
+	memcpy(out, hex, PEER_SHA256_HEX);
+	return 0;
+}
+
+/* Lower-case hex without leading zeros, as policy.c keeps a pinned one. */
+static int serial_hex(X509 *x, char *out, size_t size)
+{
+	BIGNUM *bn = ASN1_INTEGER_to_BN(X509_get0_serialNumber(x), NULL);
+	char *hex = bn ? BN_bn2hex(bn) : NULL;
+	int r = -ENOMEM;
+
+	if (hex && strlen(hex) < size) {
+		for (char *p = hex; *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+		snprintf(out, size, "%s", hex + (hex[0] == '0' && hex[1]));
+		r = 0;
+	} else if (hex)
+		r = -EINVAL;
+	OPENSSL_free(hex);
+	BN_free(bn);
+	return r;
+}
+
+/* RFC 2253 with ASN1_STRFLGS_ESC_MSB: ASCII only, controls escaped. */
+static void issuer_dn(X509 *x, char *out, size_t size)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	int n = b ? X509_NAME_print_ex(b, X509_get_issuer_name(x), 0, XN_FLAG_RFC2253) : -1;
+
+	out[0] = '\0';
+	if (n > 0) {
+		n = BIO_read(b, out, (int)size - 1);
+		out[n > 0 ? n : 0] = '\0';
+	}
+	BIO_free(b);
+}
+
+int tls_peer_cert(SSL *ssl, struct peer_cert *ret)
+{
+	X509 *cert = SSL_get0_peer_certificate(ssl);
+	STACK_OF(X509) *chain = SSL_get0_verified_chain(ssl);
+	struct peer_cert c = { 0 };
+	int r;
+
+	if (!cert || SSL_get_verify_result(ssl) != X509_V_OK)
+		return -EPERM;
+	if ((r = sha256_hex(cert, c.sha256)) < 0 ||
+	    (r = serial_hex(cert, c.serial, sizeof(c.serial))) < 0)
+		goto out;
+	/* chain[0] is the leaf; chain[1] its issuer, absent when the leaf
+	 * itself is in --tls-client-ca (a partial chain of one). */
+	if (chain && sk_X509_num(chain) > 1 &&
+	    (r = sha256_hex(sk_X509_value(chain, 1), c.issuer_sha256)) < 0)
+		goto out;
+	issuer_dn(cert, c.issuer, sizeof(c.issuer));
+	*ret = c;
+out:
+	ERR_clear_error();
+	return r;
+}
+
+/* ---- revocation ------------------------------------------------------------ */
+
+/*
+ * The CRLs in force hang on the verify store (ex_data, freed with it) and
+ * reach verification through the store's CRL lookup: a reload swaps one
+ * stack for another, where CRLs added to the store itself could never be
+ * taken out again.  Verification runs on the event loop, as do reloads.
+ */
+static int crl_index = -1;
+
+static void crls_free(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
+		      void *argp)
+{
+	(void)parent;
+	(void)ad;
+	(void)idx;
+	(void)argl;
+	(void)argp;
+	sk_X509_CRL_pop_free(ptr, X509_CRL_free);
+}
+
+/* OpenSSL's lookup_crls: the CRLs in force of @issuer, a new stack that
+ * the caller frees, each CRL with a reference of its own. */
+static STACK_OF(X509_CRL) *lookup_crls(const X509_STORE_CTX *ctx, const X509_NAME *issuer)
+{
+	STACK_OF(X509_CRL) *all = X509_STORE_get_ex_data(X509_STORE_CTX_get0_store(ctx), crl_index);
+	STACK_OF(X509_CRL) *ret = sk_X509_CRL_new_null();
+
+	for (int i = 0; ret && i < sk_X509_CRL_num(all); i++) {
+		X509_CRL *crl = sk_X509_CRL_value(all, i);
+
+		if (X509_NAME_cmp(X509_CRL_get_issuer(crl), issuer) == 0 &&
+		    X509_CRL_up_ref(crl) && !sk_X509_CRL_push(ret, crl))
+			X509_CRL_free(crl);
+	}
+	return ret;
+}
+
+/* Whether a CA certificate of @store signed @crl: a CRL of another PKI
+ * (the wrong file) would revoke nothing, and is refused instead. */
+static bool crl_signed_by_store(X509_STORE *store, X509_CRL *crl)
+{
+	STACK_OF(X509_OBJECT) *objs = X509_STORE_get0_objects(store);
+
+	for (int i = 0; i < sk_X509_OBJECT_num(objs); i++) {
+		X509 *ca = X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objs, i));
+
+		if (ca && X509_NAME_cmp(X509_get_subject_name(ca), X509_CRL_get_issuer(crl)) == 0 &&
+		    X509_CRL_verify(crl, X509_get0_pubkey(ca)) == 1)
+			return true;
+	}
+	return false;
+}
+
+/* Every PEM CRL of @path; a file that holds none, or a block that does
+ * not parse, is refused. */
+static int read_crls(const char *path, STACK_OF(X509_CRL) **ret, char *why, size_t size)
+{
+	STACK_OF(X509_CRL) *sk = sk_X509_CRL_new_null();
+	BIO *b = BIO_new_file(path, "r");
+	X509_CRL *crl;
+	unsigned long err;
+
+	if (!sk || !b) {
+		snprintf(why, size, "%s: %s", path, sk ? "unreadable" : strerror(ENOMEM));
+		BIO_free(b);
+		sk_X509_CRL_free(sk);
+		return sk ? -ENOENT : -ENOMEM;
+	}
+	while ((crl = PEM_read_bio_X509_CRL(b, NULL, NULL, NULL)))
+		if (!sk_X509_CRL_push(sk, crl))
+			X509_CRL_free(crl);
+	err = ERR_peek_last_error();
+	BIO_free(b);
+	if (ERR_GET_REASON(err) != PEM_R_NO_START_LINE || sk_X509_CRL_num(sk) == 0) {
+		snprintf(why, size, "%s: %s", path,
+			 sk_X509_CRL_num(sk) ? "a CRL does not parse" : "holds no PEM CRL");
+		sk_X509_CRL_pop_free(sk, X509_CRL_free);
+		return -EINVAL;
+	}
+	*ret = sk;
+	return 0;
+}
+
+/* Of @sk: -EINVAL if one is not signed by a CA of @store, else how
+ * many are past their next update. */
+static int check_crls(X509_STORE *store, STACK_OF(X509_CRL) *sk, const char *path, char *why,
+		      size_t size)
+{
+	int expired = 0;
+
+	for (int i = 0; i < sk_X509_CRL_num(sk); i++) {
+		X509_CRL *crl = sk_X509_CRL_value(sk, i);
+		const ASN1_TIME *next = X509_CRL_get0_nextUpdate(crl);
+		char issuer[PEER_MAX_ISSUER];
+
+		if (!crl_signed_by_store(store, crl)) {
+			X509_NAME_oneline(X509_CRL_get_issuer(crl), issuer, sizeof(issuer));
+			snprintf(why, size, "%s: the CRL of %s is not signed by a CA of "
+				 "--tls-client-ca", path, issuer);
+			return -EINVAL;
+		}
+		expired += next && X509_cmp_current_time(next) < 0;
+	}
+	return expired;
+}
+
+int tls_load_crl(SSL_CTX *ctx, const char *path, char *why, size_t why_size)
+{
+	X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+	STACK_OF(X509_CRL) *sk = NULL, *old;
+	int r;
+
+	if (crl_index < 0)
+		crl_index = X509_STORE_get_ex_new_index(0, NULL, NULL, NULL, crls_free);
+	if (crl_index < 0)
+		return snprintf(why, why_size, "%s", strerror(ENOMEM)), -ENOMEM;
+	old = X509_STORE_get_ex_data(store, crl_index);
+	r = read_crls(path, &sk, why, why_size);
+	if (r >= 0)
+		r = check_crls(store, sk, path, why, why_size);
+	if (r >= 0 && !X509_STORE_set_ex_data(store, crl_index, sk)) {
+		snprintf(why, why_size, "%s", strerror(ENOMEM));
+		r = -ENOMEM;
+	}
+	ERR_clear_error();
+	if (r < 0) {
+		sk_X509_CRL_pop_free(sk, X509_CRL_free);
+		return r;
+	}
+	sk_X509_CRL_pop_free(old, X509_CRL_free);
+	X509_STORE_set_lookup_crls(store, lookup_crls);
+	X509_STORE_set_flags(store, X509_V_FLAG_CRL_CHECK);
+	return r;
+}
+
+bool tls_peer_revoked(SSL *ssl)
+{
+	X509_STORE *store = SSL_CTX_get_cert_store(SSL_get_SSL_CTX(ssl));
+	STACK_OF(X509_CRL) *all = crl_index < 0 ? NULL : X509_STORE_get_ex_data(store, crl_index);
+	X509 *cert = SSL_get0_peer_certificate(ssl);
+	X509_REVOKED *entry;
+
+	for (int i = 0; cert && i < sk_X509_CRL_num(all); i++) {
+		X509_CRL *crl = sk_X509_CRL_value(all, i);
+
+		if (X509_NAME_cmp(X509_CRL_get_issuer(crl), X509_get_issuer_name(cert)) == 0 &&
+		    X509_CRL_get0_by_cert(crl, &entry, cert) == 1)
+			return true;
+	}
+	return false;
 }

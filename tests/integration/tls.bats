@@ -450,3 +450,301 @@ activated() {
 	run as rogue status
 	assert_failure
 }
+
+# ---- revocation, pins and trusted intermediates -------------------------------
+# A PKI of its own, made once for the file on first use: a root, two
+# issuing sub-CAs (a and b) under it, and from sub-CA a (an `openssl ca`
+# with a database, so that it can revoke and issue CRLs) builder-1's stolen
+# certificate (revoked), its re-issued one, and builder-2; from sub-CA b,
+# a certificate for the same name builder-1.  Leaves carry the clientAuth
+# EKU; each NAME.crt is the leaf and its sub-CA, as a builder sends it.
+# CRLs: empty.crl (nothing revoked yet), revoked.crl (the stolen one),
+# expired.crl (revoked.crl's content, past its next update).
+rev_pki() {
+	R=$BATS_FILE_TMPDIR/rev
+	[ -e "$R/done" ] || (mkdir -p "$R" && cd "$R" && rev_pki_make)
+}
+rev_pki_make() {
+	printf 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n' >ca.ext
+	printf 'extendedKeyUsage=clientAuth\n' >leaf.ext
+	pki rev-root
+	issue sub-a rev-root -extfile ca.ext
+	issue sub-b rev-root -extfile ca.ext
+	mkdir -p a/new && : >a/index && echo 1000 >a/serial && echo 1000 >a/crlnumber
+	cat >a.cnf <<-CNF
+	[ ca ]
+	default_ca = a
+	[ a ]
+	dir = a
+	database = a/index
+	new_certs_dir = a/new
+	serial = a/serial
+	crlnumber = a/crlnumber
+	certificate = sub-a.crt
+	private_key = sub-a.key
+	default_md = sha256
+	default_days = 30
+	default_crl_days = 30
+	policy = any
+	unique_subject = no
+	x509_extensions = leaf
+	[ any ]
+	commonName = supplied
+	[ leaf ]
+	extendedKeyUsage = clientAuth
+	CNF
+	for who in stolen:builder-1 new:builder-1 b2:builder-2; do
+		openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+			-subj "/CN=${who#*:}" -keyout "${who%%:*}.key" -out "${who%%:*}.csr" 2>/dev/null
+		openssl ca -batch -config a.cnf -in "${who%%:*}.csr" -out "${who%%:*}.leaf" \
+			>/dev/null 2>&1 || return 1
+		openssl x509 -in "${who%%:*}.leaf" >"${who%%:*}.crt" && cat sub-a.crt >>"${who%%:*}.crt"
+	done
+	openssl ca -batch -config a.cnf -gencrl -out empty.crl >/dev/null 2>&1 || return 1
+	openssl ca -batch -config a.cnf -revoke stolen.leaf -crl_reason keyCompromise \
+		>/dev/null 2>&1 || return 1
+	openssl ca -batch -config a.cnf -gencrl -out revoked.crl >/dev/null 2>&1 || return 1
+	openssl ca -batch -config a.cnf -gencrl -out expired.crl -crl_lastupdate 20200101000000Z \
+		-crl_nextupdate 20200201000000Z >/dev/null 2>&1 || return 1
+	issue builder-1 sub-b -extfile leaf.ext && cat builder-1.crt sub-b.crt >other-b1.crt &&
+		mv builder-1.key other-b1.key
+	cat rev-root.crt sub-a.crt sub-b.crt >all-cas.crt
+	touch done
+}
+
+# rev_daemon CLIENT-CA RULE... [-- ARGS...]: a daemon trusting CLIENT-CA
+# (a file of $R) for TLS peers, with an allow rule per RULE and ARGS.
+rev_daemon() {
+	local ca=$1 args=()
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=(--allow "$1"); shift; done
+	[ "${1:-}" = -- ] && shift
+	PORT=$(free_port)
+	modsignd_start "$T/modsignd.log" --listen "unix:$T/sock" --listen "tls:127.0.0.1:$PORT" \
+		--key default=ephemeral:ecdsa-p256 --tls-cert "$P/signing-host.crt" \
+		--tls-key "$P/signing-host.key" --tls-client-ca "$R/$ca" \
+		--audit-log "$T/audit.jsonl" --allow uid:0 "${args[@]}" "$@" || return 1
+	DAEMON_PID=$MODSIGND_PID
+	DAEMON_PIDS+=("$MODSIGND_PID")
+	wait_port "$PORT"
+}
+
+# rev_as WHO ARGS...: the client over TLS with $R/WHO's certificate.
+rev_as() {
+	local who=$1
+	shift
+	"$C" --server "tls:localhost:$PORT" --tls-ca "$P/farm-ca.crt" --tls-cert "$R/$who.crt" \
+		--tls-key "$R/$who.key" "$@"
+}
+
+# The SHA-256 of $R/WHO's leaf, as a pin names it.
+fp() { openssl x509 -in "$R/$1.crt" -noout -fingerprint -sha256 | sed 's/.*=//; s/://g' | tr A-F a-f; }
+
+@test "crl-revoked-builder-refused" {
+	rev_pki
+	rev_daemon sub-a.crt cn:builder-1 -- --tls-crl "$R/revoked.crl"
+	refused "certificate revoked" rev_as stolen
+}
+
+@test "crl-unrevoked-builder-signs" {
+	rev_pki
+	rev_daemon sub-a.crt cn:builder-1 -- --tls-crl "$R/revoked.crl"
+	fresh ok.ko
+	run rev_as new sign ok.ko
+	assert_success
+}
+
+@test "crl-in-client-ca-file-refused-at-start" {
+	rev_pki
+	cat "$R/sub-a.crt" "$R/revoked.crl" >ca-and-crl.pem
+	: >empty.conf
+	run "$MODSIGND" --listen "tls:127.0.0.1:$(free_port)" --key default=ephemeral:ecdsa-p256 \
+		--tls-cert "$P/signing-host.crt" --tls-key "$P/signing-host.key" \
+		--tls-client-ca ca-and-crl.pem --allow cn:builder-1 --config empty.conf --check-config
+	assert_failure
+	assert_output --partial "holds a CRL, which would not be checked there"
+}
+
+# The daemon of such a file either does not start or refuses the revoked
+# builder; never does it sign for it (909c901 did: the CRL went unread).
+@test "crl-in-client-ca-file-never-admits-revoked" {
+	rev_pki
+	cat "$R/all-cas.crt" "$R/revoked.crl" >"$R/ca-and-crl.pem"
+	if rev_daemon ca-and-crl.pem cn:builder-1; then
+		fresh r.ko
+		run rev_as stolen sign r.ko
+		assert_failure
+	else
+		grep -q "holds a CRL" modsignd.log
+	fi
+}
+
+@test "crl-expired-refuses-builders" {
+	rev_pki
+	rev_daemon sub-a.crt cn:builder-1 -- --tls-crl "$R/expired.crl"
+	grep -q "past their next update" modsignd.log
+	refused "CRL has expired" rev_as new
+}
+
+@test "check-config-checks-crl" {
+	rev_pki
+	printf 'not a CRL\n' >bad.crl
+	: >empty.conf
+	run "$MODSIGND" --key default=ephemeral:ecdsa-p256 --tls-cert "$P/signing-host.crt" \
+		--tls-key "$P/signing-host.key" --tls-client-ca "$R/sub-a.crt" \
+		--tls-crl bad.crl --config empty.conf --check-config
+	assert_failure
+	assert_output --partial "bad.crl: holds no PEM CRL"
+	# Twin: the CRL of another PKI is refused, the right one passes.
+	run "$MODSIGND" --key default=ephemeral:ecdsa-p256 --tls-cert "$P/signing-host.crt" \
+		--tls-key "$P/signing-host.key" --tls-client-ca "$P/farm-ca.crt" \
+		--tls-crl "$R/revoked.crl" --config empty.conf --check-config
+	assert_failure
+	assert_output --partial "is not signed by a CA of --tls-client-ca"
+	run "$MODSIGND" --key default=ephemeral:ecdsa-p256 --tls-cert "$P/signing-host.crt" \
+		--tls-key "$P/signing-host.key" --tls-client-ca "$R/sub-a.crt" \
+		--tls-crl "$R/revoked.crl" --config empty.conf --check-config
+	assert_success
+}
+
+# rev_hup: SIGHUP, and wait for the reload to be over.
+rev_hup() {
+	local n0
+	n0=$(grep -c "policy reloaded\|keeping the old policy" modsignd.log || true)
+	kill -HUP "$DAEMON_PID"
+	reloaded() { [ "$(grep -c "policy reloaded\|keeping the old policy" modsignd.log)" -gt "$n0" ]; }
+	eventually 5 reloaded
+}
+
+@test "crl-sighup-revokes-without-restart" {
+	rev_pki
+	cp "$R/empty.crl" crl.pem
+	rev_daemon sub-a.crt cn:builder-1 -- --tls-crl "$T/crl.pem"
+	fresh before.ko
+	run rev_as stolen sign before.ko
+	assert_success
+	cp "$R/revoked.crl" crl.pem
+	rev_hup
+	refused "certificate revoked" rev_as stolen
+	fresh after.ko
+	run rev_as new sign after.ko
+	assert_success
+}
+
+# hold_tls WHO DIR: a silent TLS connection as $R/WHO, in the background;
+# DIR/rc once it ended: 124 if it was still open after 15 s.
+hold_tls() {
+	mkdir -p "$2"
+	(
+		timeout 15 openssl s_client -connect "127.0.0.1:$PORT" -servername localhost \
+			-CAfile "$P/farm-ca.crt" -cert "$R/$1.crt" -key "$R/$1.key" -quiet \
+			< <(sleep 20) >"$2/out" 2>&1
+		echo $? >"$2/rc"
+	) 3>&- &
+}
+
+@test "crl-sighup-closes-revoked-connections" {
+	rev_pki
+	cp "$R/empty.crl" crl.pem
+	rev_daemon sub-a.crt cn:builder-1 -- --tls-crl "$T/crl.pem"
+	hold_tls stolen stolen-conn
+	hold_tls new new-conn
+	sleep 2 # both admitted: nothing says so below debug level
+	cp "$R/revoked.crl" crl.pem
+	rev_hup
+	eventually 5 test -e stolen-conn/rc
+	grep -q "closing: its certificate is now revoked" modsignd.log
+	# Twin: the unrevoked builder's connection stays.
+	run test -e new-conn/rc
+	assert_failure
+}
+
+@test "crl-sighup-bad-crl-keeps-old" {
+	rev_pki
+	cp "$R/revoked.crl" crl.pem
+	rev_daemon sub-a.crt cn:builder-1 -- --tls-crl "$T/crl.pem"
+	printf 'garbage\n' >crl.pem
+	rev_hup
+	run grep -c "SIGHUP: keeping the CRLs in force: $T/crl.pem: holds no PEM CRL" modsignd.log
+	assert_output 1
+	refused "certificate revoked" rev_as stolen
+	fresh ok.ko
+	run rev_as new sign ok.ko
+	assert_success
+}
+
+@test "pin-sha256-refuses-stolen-same-cn" {
+	rev_pki
+	rev_daemon sub-a.crt "sha256:$(fp new)/cn:builder-1"
+	refused "cn:builder-1 is not named by the policy" rev_as stolen
+}
+
+@test "pin-sha256-admits-pinned-cert" {
+	rev_pki
+	rev_daemon sub-a.crt "sha256:$(fp new)/cn:builder-1=default"
+	fresh ok.ko
+	run rev_as new sign ok.ko
+	assert_success
+}
+
+@test "audit-records-client-cert" {
+	rev_pki
+	rev_daemon all-cas.crt cn:builder-1 -- --transparency-log "$T/tlog" --log-key ephemeral
+	fresh new.ko
+	rev_as new sign new.ko
+	fresh stolen.ko
+	rev_as stolen sign stolen.ko
+	# Both certificates are builder-1's; each record says which one signed.
+	eventually 5 grep -q stolen.ko audit.jsonl
+	for who in new stolen; do
+		serial=$(openssl x509 -in "$R/$who.crt" -noout -serial | sed 's/.*=//' | tr A-F a-f)
+		run jq -r --arg m "$who.ko" 'select(.module == $m) | [.identity, .client_cert_sha256,
+			.client_serial, .client_issuer, .client_issuer_sha256] | join(" ")' audit.jsonl
+		assert_output "cn:builder-1 $(fp "$who") $serial CN=sub-a $(fp sub-a)"
+		# And so does the transparency log's entry.
+		run grep -raq "\"module\":\"$who.ko\",\"client\":\"cn:builder-1\",\"client_cert_sha256\":\"$(fp "$who")\",\"client_serial\":\"$serial\",\"client_issuer\":\"CN=sub-a\",\"client_issuer_sha256\":\"$(fp sub-a)\"" tlog
+		assert_success
+	done
+	# The log verifies, and finds both modules in it.
+	"$C" --server "unix:$T/sock" log vkey >vkey
+	run "$C" log verify --vkey-file vkey --dir tlog new.ko stolen.ko
+	assert_success
+}
+
+@test "intermediate-only-trust-admits-its-builder" {
+	rev_pki
+	rev_daemon sub-a.crt cn:builder-1
+	fresh ok.ko
+	run rev_as new sign ok.ko
+	assert_success
+}
+
+@test "intermediate-only-trust-refuses-other-sub-ca" {
+	rev_pki
+	rev_daemon sub-a.crt cn:builder-1
+	refused "unable to get\|unknown ca" rev_as other-b1
+}
+
+@test "issuer-pin-refuses-other-sub-ca" {
+	rev_pki
+	rev_daemon all-cas.crt "issuer-sha256:$(fp sub-a)/cn:builder-1"
+	refused "cn:builder-1 is not named by the policy" rev_as other-b1
+}
+
+@test "issuer-pin-admits-own-sub-ca" {
+	rev_pki
+	rev_daemon all-cas.crt "issuer-sha256:$(fp sub-a)/cn:builder-1"
+	fresh ok.ko
+	run rev_as new sign ok.ko
+	assert_success
+}
+
+@test "serial-pin-refuses-other-serial" {
+	rev_pki
+	serial=$(openssl x509 -in "$R/new.crt" -noout -serial | sed 's/.*=//')
+	rev_daemon sub-a.crt "issuer-sha256:$(fp sub-a)/serial:$serial/cn:builder-1"
+	refused "cn:builder-1 is not named by the policy" rev_as stolen
+	fresh ok.ko
+	run rev_as new sign ok.ko
+	assert_success
+}

@@ -395,8 +395,8 @@ static void test_reload(void)
 	char want[512];
 	snprintf(want, sizeof(want),
 		 "modsignd: SIGHUP: %s: changed audit-log, workers: not applied until "
-		 "modsignd restarts (a reload applies the allow rules and reopens the "
-		 "audit log)\n", conf);
+		 "modsignd restarts (a reload applies the allow rules, re-reads the "
+		 "tls-crl file and reopens the audit log)\n", conf);
 	CHECK("reload names the settings it does not apply", strcmp(logged, want) == 0);
 	if (strcmp(logged, want) != 0)
 		printf("#   logged: %s", logged);
@@ -406,7 +406,8 @@ static void test_reload(void)
 	write_conf("key = k=ephemeral\nallow = uid:x\n");
 	refused("reload of a bad rule", captured(run_reload, NULL), -EINVAL,
 		"modsignd: allow uid:x: expected IDENTITY[=KEY,...] with uid:N, gid:N, "
-		"user:NAME, group:NAME or cn:NAME\n");
+		"user:NAME, group:NAME or [PIN/...]cn:NAME (pins: sha256:HEX, "
+		"issuer-sha256:HEX, serial:HEX with issuer-sha256:)\n");
 	write_conf("key = k=ephemeral\nallow = user:modsign-no-such-user\n");
 	refused("reload of an unknown user", captured(run_reload, NULL), -ENOENT,
 		"modsignd: allow user:modsign-no-such-user: No such file or directory\n");

@@ -176,6 +176,81 @@ static void test_cn(void)
 	CHECK_EQ("cn of 256 bytes -> EINVAL", policy_add(&pol, rule), -EINVAL);
 }
 
+/* A TLS peer whose certificate has these fingerprints and serial. */
+static struct peer pinned_peer(const char *cn, char fp, char issuer_fp, const char *serial)
+{
+	struct peer p = tls_peer(cn);
+
+	memset(p.cert.sha256, fp, 64);
+	memset(p.cert.issuer_sha256, issuer_fp, 64);
+	snprintf(p.cert.serial, sizeof(p.cert.serial), "%s", serial);
+	return p;
+}
+
+#define FP_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define FP_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define FP_C "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+
+/* Pins: the re-issued builder's new certificate is admitted, the stolen
+ * old one of the same name is not; a name minted by another CA is not. */
+static void test_pins(void)
+{
+	struct peer now = pinned_peer("builder-1", 'a', 'c', "1003");
+	struct peer stolen = pinned_peer("builder-1", 'b', 'c', "1002");
+	struct peer other_ca = pinned_peer("builder-1", 'b', 'b', "1003");
+	struct peer unread = tls_peer("builder-1"); /* no certificate details */
+
+	CHECK("sha256:A/cn:builder-1 parses", RULES("sha256:" FP_A "/cn:builder-1=dist"));
+	CHECK("the pinned certificate is admitted", policy_admits(&pol, &now));
+	CHECK("the pinned certificate gets its keys", policy_allows_key(&pol, &now, "dist"));
+	CHECK("the same name's other certificate is refused", !policy_admits(&pol, &stolen));
+	CHECK("no key for the other certificate", !policy_allows_key(&pol, &stolen, "dist"));
+	CHECK("a peer with no certificate details is refused", !policy_admits(&pol, &unread));
+
+	CHECK("fingerprints in upper case with colons parse",
+	      RULES("sha256:AA:AA:AA:AA:AA:AA:AA:AA:AA:AA:AA:AA:AA:AA:AA:AA:AA:AA:AA:AA:AA:AA:"
+		    "AA:AA:AA:AA:AA:AA:AA:AA:AA:AA/cn:builder-1"));
+	CHECK("... and match the lower-case fingerprint", policy_admits(&pol, &now));
+
+	CHECK("issuer-sha256:C/cn:builder-1 parses", RULES("issuer-sha256:" FP_C "/cn:builder-1"));
+	CHECK("a builder of the pinned issuer is admitted", policy_admits(&pol, &now));
+	CHECK("the name from another issuer is refused", !policy_admits(&pol, &other_ca));
+
+	CHECK("serial:0x1003 is refused (hex digits only)",
+	      !RULES("issuer-sha256:" FP_C "/serial:0x1003/cn:builder-1"));
+	CHECK("serial:001003 with issuer parses",
+	      RULES("serial:00:10:03/issuer-sha256:" FP_C "/cn:builder-1"));
+	CHECK("serial 1003 of the issuer is admitted", policy_admits(&pol, &now));
+	CHECK("serial 1002 of the issuer is refused", !policy_admits(&pol, &stolen));
+	CHECK("serial 1003 of another issuer is refused", !policy_admits(&pol, &other_ca));
+
+	/* The cn still has to match: a pin narrows a cn: rule, never widens it. */
+	CHECK("sha256:A/cn:builder-2 parses", RULES("sha256:" FP_A "/cn:builder-2"));
+	CHECK("a pinned certificate of another name is refused", !policy_admits(&pol, &now));
+
+	/* A CN may hold what a pin looks like: only the head is read as pins. */
+	CHECK("cn:sha256:x/y parses as a name", RULES("cn:sha256:x/y"));
+	struct peer odd = tls_peer("sha256:x/y");
+	CHECK("... and names that peer", policy_admits(&pol, &odd));
+
+	static const char *const bad[] = {
+		"sha256:" FP_A "/uid:0", "sha256:" FP_A "/user:root", "sha256:" FP_A,
+		"sha256:" FP_A "/", "sha256:" FP_A "cn:x", "sha256:abc/cn:x",
+		"sha256:" FP_A "a/cn:x", "sha256:" FP_A "/sha256:" FP_B "/cn:x",
+		"serial:1003/cn:x", "serial:/issuer-sha256:" FP_C "/cn:x",
+		"serial:10g3/issuer-sha256:" FP_C "/cn:x",
+		"serial:000000000000000000000000000000000000000001/issuer-sha256:" FP_C "/cn:x",
+		"issuer-sha256:" FP_C "/cn:", "sha256::" FP_A "/cn:x",
+	};
+	char name[200];
+
+	for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+		policy_clear(&pol);
+		snprintf(name, sizeof(name), "rule '%.150s' -> EINVAL", bad[i]);
+		CHECK_EQ(name, policy_add(&pol, bad[i]), -EINVAL);
+	}
+}
+
 static void test_grants(void)
 {
 	struct peer u = unix_peer(1000, 1000, (gid_t[]){ 3000 }, 1);
@@ -376,6 +451,7 @@ int main(void)
 	test_gid();
 	test_names();
 	test_cn();
+	test_pins();
 	test_grants();
 	test_malformed();
 	test_default();

@@ -13,6 +13,7 @@
 
 #include "note.h"
 #include "tlog.h"
+#include "tlog-entry.h"
 #include "tlog-proof.h"
 #include "unit.h"
 #include "util.h"
@@ -378,8 +379,47 @@ static void test_proofs(void)
 	CHECK_EQ("tlog consistency of a larger old tree", tlog_prove_consistency(&leaves[0][0], 6, 5, proof, &n), -EINVAL);
 }
 
+/* A UNIX client's entry is the bytes it always was; a TLS client's names
+ * its certificate after "client"; a reader of either finds what it
+ * matches (old logs stay verifiable, new ones verify with old readers). */
+static void test_entry_client_cert(void)
+{
+	static const uint8_t digest[32], sig[3] = { 1, 2, 3 };
+	struct tlog_entry e = {
+		.index = 7, .time = 0, .key = "default", .key_id = "ab", .cert_sha256 = "cd",
+		.hash = "sha256", .digest = digest, .digest_len = sizeof(digest),
+		.module = "foo.ko", .client = "uid:0", .sig = sig, .sig_len = sizeof(sig),
+	};
+	static const char unix_entry[] =
+		"{\"index\":7,\"time\":\"1970-01-01T00:00:00Z\",\"key\":\"default\","
+		"\"key_id\":\"ab\",\"cert_sha256\":\"cd\",\"hash\":\"sha256\",\"digest\":\""
+		"0000000000000000000000000000000000000000000000000000000000000000\","
+		"\"module\":\"foo.ko\",\"client\":\"uid:0\",\"sig_sha256\":\""
+		"039058c6f2c0cb492c533b0a4d14ef77cc0f78abccced5287d84a1a2011cfb81\"}";
+	_cleanup_(freep) char *a = NULL, *b = NULL;
+	struct tlog_entry_view v;
+	size_t len;
+
+	CHECK("a UNIX client's entry formats", tlog_entry_format(&e, &a, &len) == 0);
+	CHECK("... to the bytes of the entries before client_ fields",
+	      a && strcmp(a, unix_entry) == 0);
+	e.client = "cn:builder-1";
+	e.client_cert_sha256 = "11";
+	e.client_serial = "1001";
+	e.client_issuer = "CN=sub-a";
+	e.client_issuer_sha256 = "22";
+	CHECK("a TLS client's entry formats", tlog_entry_format(&e, &b, &len) == 0);
+	CHECK("... naming its certificate after the client",
+	      b && strstr(b, "\"client\":\"cn:builder-1\",\"client_cert_sha256\":\"11\","
+			     "\"client_serial\":\"1001\",\"client_issuer\":\"CN=sub-a\","
+			     "\"client_issuer_sha256\":\"22\",\"sig_sha256\""));
+	CHECK("... and parses", b && tlog_entry_parse((uint8_t *)b, len, &v) == 0 &&
+				       v.index == 7 && strcmp(v.hash, "sha256") == 0);
+}
+
 int main(void)
 {
+	test_entry_client_cert();
 	test_proofs();
 	test_rfc6962_vectors();
 	test_tiles_against_mth();
