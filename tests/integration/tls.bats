@@ -17,12 +17,24 @@ setup_file() {
 	cd "$P" || return 1
 	pki farm-ca
 	pki rogue-ca
-	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >san.ext
-	issue signing-host farm-ca -extfile san.ext
+	issue_server signing-host farm-ca DNS:localhost,IP:127.0.0.1
 	issue builder-1 farm-ca
 	issue builder-2 farm-ca
 	issue stranger farm-ca
 	issue rogue rogue-ca
+	# Builder-1's name without an extended key usage: the daemon refuses it.
+	issue_cn builder-1-no-eku builder-1 farm-ca basicConstraints=CA:FALSE
+	# Certificates for the signing host that the client refuses (the
+	# farm CA's, with the name it asks for, but not a server's) and their
+	# twins: see "the server's identity".
+	issue_cn builder-shaped localhost farm-ca basicConstraints=CA:FALSE
+	issue_cn cn-only localhost farm-ca extendedKeyUsage=serverAuth
+	issue no-eku-host farm-ca subjectAltName=DNS:localhost
+	issue client-eku-host farm-ca subjectAltName=DNS:localhost extendedKeyUsage=clientAuth
+	issue_server localhost-host farm-ca DNS:localhost
+	issue_server ip-host farm-ca IP:127.0.0.1
+	issue_server partial-wildcard farm-ca 'DNS:s*.farm.test'
+	issue_server full-wildcard farm-ca 'DNS:*.farm.test'
 	# An expired certificate: openssl ca can set dates in the past.
 	mkdir -p ca/new && : >ca/index && echo 1000 >ca/serial
 	cat >ca.cnf <<-CNF
@@ -42,8 +54,10 @@ setup_file() {
 	CNF
 	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=old-builder" \
 		-keyout old-builder.key -out old-builder.csr 2>/dev/null
+	printf 'extendedKeyUsage=clientAuth\n' >old-builder.ext
 	openssl ca -batch -config ca.cnf -in old-builder.csr -out old-builder.crt \
-		-startdate 20200101000000Z -enddate 20200201000000Z >/dev/null 2>&1
+		-extfile old-builder.ext -startdate 20200101000000Z -enddate 20200201000000Z \
+		>/dev/null 2>&1
 }
 
 setup() {
