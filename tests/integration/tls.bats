@@ -303,6 +303,13 @@ refused() {
 	refused "certificate has expired" as old-builder
 }
 
+# A certificate with no extended key usage is fit for every purpose: the
+# farm CA's certificate for anything else would pass for a builder.
+@test "tls-client-cert-without-eku-refused" {
+	farm
+	refused "unsuitable certificate purpose" as builder-1-no-eku
+}
+
 @test "tls-refuses-unnamed-builder" {
 	farm
 	refused "cn:stranger is not named by the policy" as stranger
