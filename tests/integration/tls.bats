@@ -369,6 +369,99 @@ assert n >= 8, n
 	assert_success
 }
 
+# ---- the server's identity ---------------------------------------------------
+# The daemon shows one of setup_file's server certificates; builder-1
+# asks for HOST.  The client must refuse any certificate of the farm CA
+# that is not a server's for that name: the name only in subjectAltName
+# (never the CN), no partial wildcard, serverAuth required.
+farm_showing() { # CERT: farm(), its TLS certificate $P/CERT.crt
+	sed -i "s|$P/signing-host\.|$P/$1.|" modsignd.conf && farm
+}
+# to HOST CLIENT-ARGS...: builder-1 to tls:HOST:$PORT; sign.farm.test
+# is 127.0.0.1 (in_farm_dns; the case calls need_mount_ns first).
+to() {
+	local host=$1 via=()
+	shift
+	[ "$host" != sign.farm.test ] || via=(in_farm_dns)
+	"${via[@]}" "$C" --server "tls:$host:$PORT" --tls-ca "$P/farm-ca.crt" \
+		--tls-cert "$P/builder-1.crt" --tls-key "$P/builder-1.key" "$@"
+}
+# in_farm_dns CMD...: CMD in a mount namespace of its own whose /etc/hosts
+# gives sign.farm.test the address 127.0.0.1; the machine's is untouched.
+in_farm_dns() {
+	printf '127.0.0.1 sign.farm.test\n' >"$T/hosts"
+	unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$T/hosts" "$@"
+}
+# server_refused WHY: the last run failed, WHY said, nothing signed.
+server_refused() {
+	assert_failure
+	assert_output --partial "$1"
+	run grep -c '"result":"ok"' audit.jsonl
+	assert_output 0
+}
+
+# The builders' certificates of old: CN=localhost, no subjectAltName, no EKU.
+@test "tls-server-builder-shaped-cert-refused" {
+	farm_showing builder-shaped
+	run to localhost status
+	server_refused "certificate verify failed"
+}
+
+# serverAuth, but the name only in the CN.
+@test "tls-server-name-only-in-cn-refused" {
+	farm_showing cn-only
+	run to localhost status
+	server_refused "hostname mismatch"
+}
+
+@test "tls-server-cert-without-eku-refused" {
+	farm_showing no-eku-host
+	run to localhost status
+	server_refused "unsuitable certificate purpose"
+}
+
+# A builder's certificate (clientAuth) with the server's name in it.
+# OpenSSL's ssl_server purpose refused it already: kept as a guard.
+@test "tls-server-clientauth-only-cert-refused" {
+	farm_showing client-eku-host
+	run to localhost status
+	server_refused "unsuitable certificate purpose"
+}
+
+@test "tls-server-partial-wildcard-refused" {
+	farm_showing partial-wildcard
+	need_mount_ns
+	fresh w.ko
+	run to sign.farm.test sign w.ko
+	server_refused "hostname mismatch"
+}
+
+@test "twin-tls-server-full-wildcard-accepted" {
+	farm_showing full-wildcard
+	need_mount_ns
+	fresh w.ko
+	run to sign.farm.test sign w.ko
+	assert_success
+	run "$C" verify --cert rsa.pem w.ko
+	assert_success
+}
+
+@test "twin-tls-server-dns-san-serverauth-accepted" {
+	farm_showing localhost-host
+	run to localhost status
+	assert_success
+}
+
+@test "twin-tls-server-ip-san-accepted" {
+	farm_showing ip-host
+	run to 127.0.0.1 status
+	assert_success
+	# tls-server-ip-san-is-no-dns-name
+	run to localhost status
+	assert_failure
+	assert_output --partial "hostname mismatch"
+}
+
 # ---- SIGHUP: new policy, same keys ------------------------------------------
 # The daemon logs the SIGHUP on its main thread just before acting on it,
 # and serves no request in between: once the line is there, one attempt.
