@@ -86,7 +86,8 @@ static const char *ssl_reason(void)
  * certificate with no EKU as fit for every purpose: a builder's
  * certificate (CN = a name the builder asked for, e.g. "localhost")
  * would pass for the signing host, and whoever holds a builder's key
- * could then receive every digest and return any signature.
+ * could take the builders' requests: see each module's name and digest,
+ * and answer with signatures of a key of its own.
  */
 static int server_leaf_cb(int ok, X509_STORE_CTX *ctx)
 {
