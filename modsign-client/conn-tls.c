@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The TLS transport of conn.c: TLS 1.3, the server verified against
- * --tls-ca and the name it was asked for, our certificate for mutual TLS.
+ * --tls-ca, the name it was asked for and serverAuth (expect_server()),
+ * our certificate for mutual TLS.
  */
 #include <errno.h>
 #include <limits.h>
@@ -73,6 +74,68 @@ static const char *ssl_reason(void)
 
 	snprintf(buf, sizeof(buf), "TLS: %s", reason ?: "handshake failed");
 	ERR_clear_error();
+	return buf;
+}
+
+/*
+ * What the server's certificate must be beyond chaining to --tls-ca
+ * (OpenSSL's ssl_server purpose checks the rest: key usage, nsCertType,
+ * an EKU that names something else): one made for a TLS server.  An
+ * extended key usage is required and must name serverAuth.  A farm CA
+ * also issues the builders' certificates, and OpenSSL takes a
+ * certificate with no EKU as fit for every purpose: a builder's
+ * certificate (CN = a name the builder asked for, e.g. "localhost")
+ * would pass for the signing host, and whoever holds a builder's key
+ * could take the builders' requests: see each module's name and digest,
+ * and answer with signatures of a key of its own.
+ */
+static int server_leaf_cb(int ok, X509_STORE_CTX *ctx)
+{
+	X509 *x = X509_STORE_CTX_get_current_cert(ctx);
+
+	if (!ok || X509_STORE_CTX_get_error_depth(ctx) != 0 || !x)
+		return ok;
+	/* X509_get_extended_key_usage() is all ones when there is none. */
+	if (!(X509_get_extension_flags(x) & EXFLAG_XKUSAGE) ||
+	    !(X509_get_extended_key_usage(x) & XKU_SSL_SERVER)) {
+		X509_STORE_CTX_set_error(ctx, X509_V_ERR_INVALID_PURPOSE);
+		return 0;
+	}
+	return 1;
+}
+
+/*
+ * The identity @ssl's server must prove: @host, an address or a name,
+ * only in its subjectAltName.  Never the subject's CN: any certificate
+ * the CA signed has one, whatever it was issued for (RFC 6125 6.4.4 makes
+ * the fallback a legacy choice; RFC 9525 drops it).  No partial wildcard:
+ * "s*.farm.test" would match sign.farm.test and every other name with
+ * that first letter; "*.farm.test", a whole leftmost label, still does.
+ * OpenSSL matches an address only against iPAddress entries.
+ */
+static int expect_server(SSL *ssl, const char *host)
+{
+	SSL_set_verify(ssl, SSL_VERIFY_PEER, server_leaf_cb);
+	SSL_set_purpose(ssl, X509_PURPOSE_SSL_SERVER);
+	SSL_set_hostflags(ssl, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT |
+				       X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	SSL_set_tlsext_host_name(ssl, host);
+	if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1)
+		return 0;
+	return SSL_set1_host(ssl, host) == 1 ? 0 : -ENOMEM;
+}
+
+/* ssl_reason(), and for a server certificate refused, which check refused
+ * it: "hostname mismatch", "unsuitable certificate purpose"... */
+static const char *handshake_reason(SSL *ssl)
+{
+	static char buf[384]; /* one client, one handshake at a time */
+	long v = SSL_get_verify_result(ssl);
+	const char *r = ssl_reason();
+
+	if (v == X509_V_OK)
+		return r;
+	snprintf(buf, sizeof(buf), "%s (%s)", r, X509_verify_cert_error_string(v));
 	return buf;
 }
 
@@ -163,7 +226,8 @@ static const struct conn_ops tls_ops = {
 };
 
 /* Connect, then check the server's certificate names the host we asked
- * for (the target's name, whichever of its addresses we reach). */
+ * for (the target's name, whichever of its addresses we reach) and is a
+ * server's (expect_server()). */
 int conn_open_tls(struct conn *c, const struct conn_target *target,
 		  const struct conn_tls *tls, unsigned timeout_ms, const char **ret_err)
 {
@@ -199,12 +263,12 @@ int conn_open_tls(struct conn *c, const struct conn_target *target,
 	t->ssl = SSL_new(t->ctx);
 	if (!t->ssl || SSL_set_fd(t->ssl, c->fd) != 1)
 		return -ENOMEM;
-	SSL_set_tlsext_host_name(t->ssl, host);
-	if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(t->ssl), host) != 1)
-		SSL_set1_host(t->ssl, host);
+	if (expect_server(t->ssl, host) < 0)
+		return -ENOMEM;
 	ERR_clear_error();
 	if (SSL_connect(t->ssl) != 1)
-		return (*ret_err = errno == EAGAIN ? "TLS handshake timed out" : ssl_reason()),
+		return (*ret_err = errno == EAGAIN ? "TLS handshake timed out" :
+						     handshake_reason(t->ssl)),
 		       -EPROTO;
 	conn_set_timeouts(c->fd, CONN_TIMEOUT_SEC * 1000);
 	return 0;

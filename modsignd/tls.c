@@ -20,8 +20,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY *, EVP_PKEY_free)
  * the leaf's extended key usage, key usage and nsCertType, but it accepts a
  * leaf with basicConstraints CA:TRUE: such a certificate can issue others,
  * so a builder holding one could mint any identity the CA is trusted for if
- * the CA bundle ever also named it.  And an extended key usage, where there
- * is one, must name clientAuth (not only anyExtendedKeyUsage).
+ * the CA bundle ever also named it.  And it accepts a leaf with no
+ * extended key usage, which OpenSSL takes as fit for every purpose: the
+ * farm CA's certificate for a signing host (CN = its host name, which an
+ * allow rule may name), or one it issued for anything else, would pass
+ * for a builder.  So an extended key usage is required, and must name
+ * clientAuth (not only anyExtendedKeyUsage): the CA said "a TLS client".
  */
 int tls_check_client_leaf(X509 *x)
 {
@@ -31,7 +35,7 @@ int tls_check_client_leaf(X509 *x)
 		return -EINVAL;
 	if (flags & EXFLAG_CA)
 		return -EPERM;
-	if ((flags & EXFLAG_XKUSAGE) && !(X509_get_extended_key_usage(x) & XKU_SSL_CLIENT))
+	if (!(flags & EXFLAG_XKUSAGE) || !(X509_get_extended_key_usage(x) & XKU_SSL_CLIENT))
 		return -EPERM;
 	if (X509_check_purpose(x, X509_PURPOSE_SSL_CLIENT, 0) != 1)
 		return -EPERM;

@@ -54,8 +54,8 @@ bool tls_peer_revoked(SSL *ssl);
 
 /*
  * 0 if @x is fit to be a client certificate's leaf: not a CA
- * (basicConstraints CA:TRUE), clientAuth among its extended key usages if
- * it has any, and OpenSSL's ssl_client purpose; -EPERM otherwise, -EINVAL
+ * (basicConstraints CA:TRUE), an extended key usage naming clientAuth
+ * (required), and OpenSSL's ssl_client purpose; -EPERM otherwise, -EINVAL
  * if its extensions do not parse.
  */
 int tls_check_client_leaf(X509 *x);

@@ -68,13 +68,32 @@ pki() { # NAME: a self-signed CA
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
 		-subj "/CN=$1" -keyout "$1.key" -out "$1.crt" 2>/dev/null
 }
-issue() { # NAME CA [EXTRA openssl-x509 ARGS]: a certificate for CN=NAME from CA
-	local name=$1 ca=$2
-	shift 2
-	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$name" \
+# issue NAME CA [EXTENSION...]: NAME.crt for CN=NAME from CA, with the
+# x509v3 EXTENSIONs (config lines: 'subjectAltName=DNS:x'); without any, a
+# builder's: extendedKeyUsage=clientAuth, which the daemon requires of a
+# client certificate.  A certificate made wrong on purpose says so in its
+# EXTENSIONs ('basicConstraints=CA:FALSE' alone: no EKU at all).
+issue() { local name=$1; shift; issue_cn "$name" "$name" "$@"; }
+# issue_server NAME CA SAN: a signing host's certificate, the identity the
+# client checks in subjectAltName=SAN (never the CN) and serverAuth.
+issue_server() { issue "$1" "$2" "subjectAltName=$3" extendedKeyUsage=serverAuth; }
+# issue_cn NAME CN CA [EXTENSION...]: like issue, for a common name
+# (UTF-8) other than NAME.
+issue_cn() {
+	local name=$1 cn=$2 ca=$3
+	shift 3
+	[ $# -gt 0 ] || set -- extendedKeyUsage=clientAuth
+	printf '%s\n' "$@" >"$name.ext"
+	openssl req -new -utf8 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$cn" \
 		-keyout "$name.key" -out "$name.csr" 2>/dev/null
 	openssl x509 -req -in "$name.csr" -CA "$ca.crt" -CAkey "$ca.key" -CAcreateserial \
-		-days 30 -out "$name.crt" "$@" 2>/dev/null
+		-days 30 -out "$name.crt" -extfile "$name.ext" 2>/dev/null
+}
+
+# need_mount_ns: skip the case where unshare -m cannot make a mount
+# namespace (a case that binds a file over /etc/hosts or /root in one).
+need_mount_ns() {
+	unshare -m true 2>/dev/null || skip "no mount namespace here (unshare -m)"
 }
 
 # eventually SECS COMMAND...: succeeds as soon as COMMAND does, retrying

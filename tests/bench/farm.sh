@@ -51,8 +51,7 @@ prepare() {
 	cd "$W"
 	pki farm-ca
 	for n in 1 2 3; do
-		printf 'subjectAltName=DNS:sign.farm.test\n' >san.ext
-		issue "sign-$n" farm-ca -extfile san.ext
+		issue_server "sign-$n" farm-ca DNS:sign.farm.test
 	done
 	issue builder farm-ca
 	make_pem_key "$W/key.pem" rsa:4096 "modsign bench farm" || die key

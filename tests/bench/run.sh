@@ -124,20 +124,15 @@ make_hsm() {
 	HSM_KEY="hsm=pkcs11:token=bench;object=rsa"
 }
 
-# CA, server and client certificates for TLS on loopback (as tests/integration/tls.bats).
+# CA, server and client certificates for TLS on loopback (as tests/integration/tls.bats):
+# the server's with its names in subjectAltName and serverAuth, the
+# client's with clientAuth (tests/helpers.sh: issue).
 make_pki() {
-	local d=$W/pki
-	mkdir "$d"
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
-		-subj "/CN=bench-ca" -keyout "$d/ca.key" -out "$d/ca.crt" 2>/dev/null || die pki
-	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >"$d/san.ext"
-	for n in server client; do
-		openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=bench-$n" \
-			-keyout "$d/$n.key" -out "$d/$n.csr" 2>/dev/null &&
-			openssl x509 -req -in "$d/$n.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
-				-days 30 -out "$d/$n.crt" $([ $n = server ] && echo -extfile "$d/san.ext") 2>/dev/null ||
-			die "pki $n"
-	done
+	mkdir "$W/pki"
+	(cd "$W/pki" && pki ca &&
+		issue_cn server bench-server ca subjectAltName=DNS:localhost,IP:127.0.0.1 \
+			extendedKeyUsage=serverAuth &&
+		issue_cn client bench-client ca) || die pki
 }
 
 start_bench_daemon() {

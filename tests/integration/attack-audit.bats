@@ -61,8 +61,8 @@ for rnd in range(3):
 PY
 	kill -HUP "$MANY_PID"
 
-	(mkdir "$F/pki" && cd "$F/pki" && pki ca && pki rogue-ca && printf 'subjectAltName=IP:127.0.0.1\n' >san.ext &&
-		issue host ca -extfile san.ext && issue builder ca && issue rogue rogue-ca) || return 1
+	(mkdir "$F/pki" && cd "$F/pki" && pki ca && pki rogue-ca &&
+		issue_server host ca IP:127.0.0.1 && issue builder ca && issue rogue rogue-ca) || return 1
 	PORT=$(free_port) || return 1
 	export PORT
 	modsignd_start "$F/tls.log" --listen "unix:$F/tls.sock" --key default=ephemeral:ecdsa-p256 \

@@ -103,8 +103,7 @@ tight_key_accepted() { # MODE
 # The TLS key, read the same way.
 server_pki() { # a CA and a server certificate for localhost, in $T
 	pki ca
-	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >san.ext
-	issue server ca -extfile san.ext
+	issue_server server ca DNS:localhost,IP:127.0.0.1
 }
 tlsargs() { echo --tls-cert "$T/server.crt" --tls-client-ca "$T/ca.crt" --tls-key "$T/$1"; }
 tls_conf() { # KEY: a config with the TLS key KEY
@@ -282,15 +281,6 @@ lacks_ipc_lock() { # CAP_IPC_LOCK is bit 14
 }
 
 # ---- 9. TLS client certificates ---------------------------------------------
-# issue_utf8 NAME CN [x509 ARGS]: like issue, with a UTF-8 common name.
-issue_utf8() {
-	local name=$1 cn=$2
-	shift 2
-	openssl req -new -utf8 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$cn" \
-		-keyout "$name.key" -out "$name.csr" 2>/dev/null
-	openssl x509 -req -in "$name.csr" -CA ca.crt -CAkey ca.key -CAcreateserial \
-		-days 30 -out "$name.crt" "$@" 2>/dev/null
-}
 RLO=$'\xe2\x80\xae' NEL=$'\xc2\x85'
 
 # tls_daemon CN...: a TLS daemon on $PORT whose policy allows root and
@@ -311,32 +301,13 @@ tls_daemon() {
 	wait_port "$PORT"
 }
 
-# client_cert NAME [x509 EXTENSIONS]: NAME.crt for CN=NAME from ca.
-client_cert() {
-	local name=$1
-	shift
-	if [ $# -gt 0 ]; then
-		printf '%s\n' "$@" >"$name.ext"
-		issue "$name" ca -extfile "$name.ext"
-	else
-		issue "$name" ca
-	fi
-}
-
 as() { local who=$1; shift; "$C" --server "tls:localhost:$PORT" --tls-ca ca.crt \
 	--tls-cert "$who.crt" --tls-key "$who.key" "$@"; }
 
-@test "twin-tls-leaf-without-eku-accepted" {
-	server_pki
-	client_cert plain-leaf
-	tls_daemon plain-leaf
-	run as plain-leaf status
-	assert_success
-}
-
+# A leaf without any extended key usage: tls.bats, tls-client-cert-without-eku-refused.
 @test "twin-tls-leaf-with-clientauth-accepted" {
 	server_pki
-	client_cert client-leaf 'extendedKeyUsage=clientAuth' 'basicConstraints=critical,CA:FALSE'
+	issue client-leaf ca 'extendedKeyUsage=clientAuth' 'basicConstraints=critical,CA:FALSE'
 	tls_daemon client-leaf
 	run as client-leaf status
 	assert_success
@@ -344,7 +315,7 @@ as() { local who=$1; shift; "$C" --server "tls:localhost:$PORT" --tls-ca ca.crt 
 
 @test "tls-ca-true-client-cert-refused" {
 	server_pki
-	client_cert ca-leaf 'basicConstraints=critical,CA:TRUE'
+	issue ca-leaf ca 'basicConstraints=critical,CA:TRUE' 'extendedKeyUsage=clientAuth'
 	tls_daemon ca-leaf
 	run as ca-leaf status
 	assert_failure
@@ -355,7 +326,7 @@ as() { local who=$1; shift; "$C" --server "tls:localhost:$PORT" --tls-ca ca.crt 
 
 @test "tls-ca-true-with-clientauth-refused" {
 	server_pki
-	client_cert ca-client-leaf 'basicConstraints=CA:TRUE' 'extendedKeyUsage=clientAuth'
+	issue ca-client-leaf ca 'basicConstraints=CA:TRUE' 'extendedKeyUsage=clientAuth'
 	tls_daemon ca-client-leaf
 	run as ca-client-leaf status
 	assert_failure
@@ -367,7 +338,7 @@ as() { local who=$1; shift; "$C" --server "tls:localhost:$PORT" --tls-ca ca.crt 
 # OpenSSL's own ssl_client purpose refuses this one already; kept as a guard.
 @test "tls-serverauth-only-client-cert-refused" {
 	server_pki
-	client_cert server-eku-leaf 'extendedKeyUsage=serverAuth'
+	issue server-eku-leaf ca 'extendedKeyUsage=serverAuth'
 	tls_daemon server-eku-leaf
 	run as server-eku-leaf status
 	assert_failure
@@ -379,7 +350,7 @@ as() { local who=$1; shift; "$C" --server "tls:localhost:$PORT" --tls-ca ca.crt 
 bad_cn_refused() {
 	local name=$1 cn=$2
 	server_pki
-	issue_utf8 "$name" "$cn"
+	issue_cn "$name" "$cn" ca
 	tls_daemon "$cn"
 	fresh "$T/$name.ko"
 	run as "$name" sign "$T/$name.ko"

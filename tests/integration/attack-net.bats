@@ -13,8 +13,7 @@ setup() {
 	case_setup
 	pki farm-ca
 	pki rogue-ca
-	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >san.ext
-	issue signing-host farm-ca -extfile san.ext
+	issue_server signing-host farm-ca DNS:localhost,IP:127.0.0.1
 	issue builder-1 farm-ca
 	issue rogue rogue-ca
 	BG_PIDS=()

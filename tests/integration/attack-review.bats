@@ -13,8 +13,7 @@ load ../common
 # stranger (verified, but no rule names it).
 tls_pki() {
 	pki farm-ca
-	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >san.ext
-	issue signing-host farm-ca -extfile san.ext
+	issue_server signing-host farm-ca DNS:localhost,IP:127.0.0.1
 	issue builder-1 farm-ca
 	issue stranger farm-ca
 }
@@ -168,10 +167,7 @@ PY
 @test "cn-with-zero-width-space-refused" {
 	tls_pki
 	ZWSP=$'\xe2\x80\x8b'
-	openssl req -new -utf8 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-		-subj "/CN=builder${ZWSP}-1" -keyout zw.key -out zw.csr 2>/dev/null
-	openssl x509 -req -in zw.csr -CA farm-ca.crt -CAkey farm-ca.key -CAcreateserial \
-		-days 30 -out zw.crt 2>/dev/null
+	issue_cn zw "builder${ZWSP}-1" farm-ca
 	printf 'allow = cn:builder%s-1\n' "$ZWSP" >zw.conf
 	tls_daemon --config "$T/zw.conf"
 	fresh z.ko
@@ -337,10 +333,6 @@ conf_in() {
 # in_root_home DIR CMD...: CMD in a mount namespace of its own where
 # root's home (the password database's, /root) is DIR: root's own config
 # is planted there, never in the machine's /root.  need_mount_ns first.
-need_mount_ns() {
-	unshare -m true 2>/dev/null || skip "no mount namespace here (unshare -m)"
-}
-
 in_root_home() {
 	local dir=$1
 	shift

@@ -41,11 +41,9 @@ setup_file() {
 	pki farm-ca
 	pki rogue-ca
 	for n in 1 2 3; do
-		printf 'subjectAltName=DNS:sign.farm.test,DNS:sign-%s.farm.test\n' "$n" >"san-$n.ext"
-		issue "sign-$n" farm-ca -extfile "san-$n.ext"
+		issue_server "sign-$n" farm-ca "DNS:sign.farm.test,DNS:sign-$n.farm.test"
 	done
-	printf 'subjectAltName=DNS:sign.farm.test\n' >san-rogue.ext
-	issue rogue rogue-ca -extfile san-rogue.ext
+	issue_server rogue rogue-ca DNS:sign.farm.test
 	issue builder farm-ca
 	# One key for the farm, the kind a distribution signs with: RSA-4096
 	# is slow enough (about 100 signatures/s on this machine) that a batch

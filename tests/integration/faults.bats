@@ -24,8 +24,8 @@ setup_file() {
 	mkdir "$F/orig"
 	find "$FIX/modules" -name '*.ko' -size -40k | sort | head -n 300 | xargs cp -t "$F/orig"
 	"$CLIENT" --server unix:/nonexistent strip "$F"/orig/*.ko # Debian's come signed
-	(mkdir "$F/pki" && cd "$F/pki" && pki ca && printf 'subjectAltName=IP:127.0.0.1\n' >san.ext &&
-		issue host ca -extfile san.ext && issue builder ca)
+	(mkdir "$F/pki" && cd "$F/pki" && pki ca &&
+		issue_server host ca IP:127.0.0.1 && issue builder ca)
 	SLOW_PORT=$(free_port)
 	start_daemon "$F/slow.sock" --key default=ephemeral:ecdsa-p256 $(tls_daemon_args "$SLOW_PORT")
 	echo "$DAEMON_PID" >"$F/slow.pid"

@@ -78,8 +78,8 @@ tls_load() {
 	local D=$F/tls bad port
 	mkdir "$D"
 	T=$D
-	(cd "$D" && pki load-ca && printf 'subjectAltName=IP:127.0.0.1\n' >san.ext &&
-		issue load-host load-ca -extfile san.ext && issue load-builder load-ca) || return 1
+	(cd "$D" && pki load-ca &&
+		issue_server load-host load-ca IP:127.0.0.1 && issue load-builder load-ca) || return 1
 	port=$(free_port)
 	start_daemon "$D/tsock" --listen "tls:127.0.0.1:$port" --key default=ephemeral:ecdsa-p256 \
 		--tls-cert "$D/load-host.crt" --tls-key "$D/load-host.key" --tls-client-ca "$D/load-ca.crt" \

@@ -17,12 +17,24 @@ setup_file() {
 	cd "$P" || return 1
 	pki farm-ca
 	pki rogue-ca
-	printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >san.ext
-	issue signing-host farm-ca -extfile san.ext
+	issue_server signing-host farm-ca DNS:localhost,IP:127.0.0.1
 	issue builder-1 farm-ca
 	issue builder-2 farm-ca
 	issue stranger farm-ca
 	issue rogue rogue-ca
+	# Builder-1's name without an extended key usage: the daemon refuses it.
+	issue_cn builder-1-no-eku builder-1 farm-ca basicConstraints=CA:FALSE
+	# Certificates for the signing host that the client refuses (the
+	# farm CA's, with the name it asks for, but not a server's) and their
+	# twins: see "the server's identity".
+	issue_cn builder-shaped localhost farm-ca basicConstraints=CA:FALSE
+	issue_cn cn-only localhost farm-ca extendedKeyUsage=serverAuth
+	issue no-eku-host farm-ca subjectAltName=DNS:localhost
+	issue client-eku-host farm-ca subjectAltName=DNS:localhost extendedKeyUsage=clientAuth
+	issue_server localhost-host farm-ca DNS:localhost
+	issue_server ip-host farm-ca IP:127.0.0.1
+	issue_server partial-wildcard farm-ca 'DNS:s*.farm.test'
+	issue_server full-wildcard farm-ca 'DNS:*.farm.test'
 	# An expired certificate: openssl ca can set dates in the past.
 	mkdir -p ca/new && : >ca/index && echo 1000 >ca/serial
 	cat >ca.cnf <<-CNF
@@ -42,8 +54,10 @@ setup_file() {
 	CNF
 	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=old-builder" \
 		-keyout old-builder.key -out old-builder.csr 2>/dev/null
+	printf 'extendedKeyUsage=clientAuth\n' >old-builder.ext
 	openssl ca -batch -config ca.cnf -in old-builder.csr -out old-builder.crt \
-		-startdate 20200101000000Z -enddate 20200201000000Z >/dev/null 2>&1
+		-extfile old-builder.ext -startdate 20200101000000Z -enddate 20200201000000Z \
+		>/dev/null 2>&1
 }
 
 setup() {
@@ -289,6 +303,13 @@ refused() {
 	refused "certificate has expired" as old-builder
 }
 
+# A certificate with no extended key usage is fit for every purpose: the
+# farm CA's certificate for anything else would pass for a builder.
+@test "tls-client-cert-without-eku-refused" {
+	farm
+	refused "unsuitable certificate purpose" as builder-1-no-eku
+}
+
 @test "tls-refuses-unnamed-builder" {
 	farm
 	refused "cn:stranger is not named by the policy" as stranger
@@ -346,6 +367,99 @@ for line in open('$T/audit.jsonl'):
 assert n >= 8, n
 "
 	assert_success
+}
+
+# ---- the server's identity ---------------------------------------------------
+# The daemon shows one of setup_file's server certificates; builder-1
+# asks for HOST.  The client must refuse any certificate of the farm CA
+# that is not a server's for that name: the name only in subjectAltName
+# (never the CN), no partial wildcard, serverAuth required.
+farm_showing() { # CERT: farm(), its TLS certificate $P/CERT.crt
+	sed -i "s|$P/signing-host\.|$P/$1.|" modsignd.conf && farm
+}
+# to HOST CLIENT-ARGS...: builder-1 to tls:HOST:$PORT; sign.farm.test
+# is 127.0.0.1 (in_farm_dns; the case calls need_mount_ns first).
+to() {
+	local host=$1 via=()
+	shift
+	[ "$host" != sign.farm.test ] || via=(in_farm_dns)
+	"${via[@]}" "$C" --server "tls:$host:$PORT" --tls-ca "$P/farm-ca.crt" \
+		--tls-cert "$P/builder-1.crt" --tls-key "$P/builder-1.key" "$@"
+}
+# in_farm_dns CMD...: CMD in a mount namespace of its own whose /etc/hosts
+# gives sign.farm.test the address 127.0.0.1; the machine's is untouched.
+in_farm_dns() {
+	printf '127.0.0.1 sign.farm.test\n' >"$T/hosts"
+	unshare -m sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$T/hosts" "$@"
+}
+# server_refused WHY: the last run failed, WHY said, nothing signed.
+server_refused() {
+	assert_failure
+	assert_output --partial "$1"
+	run grep -c '"result":"ok"' audit.jsonl
+	assert_output 0
+}
+
+# The builders' certificates of old: CN=localhost, no subjectAltName, no EKU.
+@test "tls-server-builder-shaped-cert-refused" {
+	farm_showing builder-shaped
+	run to localhost status
+	server_refused "certificate verify failed"
+}
+
+# serverAuth, but the name only in the CN.
+@test "tls-server-name-only-in-cn-refused" {
+	farm_showing cn-only
+	run to localhost status
+	server_refused "hostname mismatch"
+}
+
+@test "tls-server-cert-without-eku-refused" {
+	farm_showing no-eku-host
+	run to localhost status
+	server_refused "unsuitable certificate purpose"
+}
+
+# A builder's certificate (clientAuth) with the server's name in it.
+# OpenSSL's ssl_server purpose refused it already: kept as a guard.
+@test "tls-server-clientauth-only-cert-refused" {
+	farm_showing client-eku-host
+	run to localhost status
+	server_refused "unsuitable certificate purpose"
+}
+
+@test "tls-server-partial-wildcard-refused" {
+	farm_showing partial-wildcard
+	need_mount_ns
+	fresh w.ko
+	run to sign.farm.test sign w.ko
+	server_refused "hostname mismatch"
+}
+
+@test "twin-tls-server-full-wildcard-accepted" {
+	farm_showing full-wildcard
+	need_mount_ns
+	fresh w.ko
+	run to sign.farm.test sign w.ko
+	assert_success
+	run "$C" verify --cert rsa.pem w.ko
+	assert_success
+}
+
+@test "twin-tls-server-dns-san-serverauth-accepted" {
+	farm_showing localhost-host
+	run to localhost status
+	assert_success
+}
+
+@test "twin-tls-server-ip-san-accepted" {
+	farm_showing ip-host
+	run to 127.0.0.1 status
+	assert_success
+	# tls-server-ip-san-is-no-dns-name
+	run to localhost status
+	assert_failure
+	assert_output --partial "hostname mismatch"
 }
 
 # ---- SIGHUP: new policy, same keys ------------------------------------------
@@ -465,11 +579,11 @@ rev_pki() {
 	[ -e "$R/done" ] || (mkdir -p "$R" && cd "$R" && rev_pki_make)
 }
 rev_pki_make() {
-	printf 'basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n' >ca.ext
+	local ca='basicConstraints=critical,CA:TRUE' use='keyUsage=critical,keyCertSign,cRLSign'
 	printf 'extendedKeyUsage=clientAuth\n' >leaf.ext
 	pki rev-root
-	issue sub-a rev-root -extfile ca.ext
-	issue sub-b rev-root -extfile ca.ext
+	issue sub-a rev-root "$ca" "$use"
+	issue sub-b rev-root "$ca" "$use"
 	mkdir -p a/new && : >a/index && echo 1000 >a/serial && echo 1000 >a/crlnumber
 	cat >a.cnf <<-CNF
 	[ ca ]
@@ -506,7 +620,7 @@ rev_pki_make() {
 	openssl ca -batch -config a.cnf -gencrl -out revoked.crl >/dev/null 2>&1 || return 1
 	openssl ca -batch -config a.cnf -gencrl -out expired.crl -crl_lastupdate 20200101000000Z \
 		-crl_nextupdate 20200201000000Z >/dev/null 2>&1 || return 1
-	issue builder-1 sub-b -extfile leaf.ext && cat builder-1.crt sub-b.crt >other-b1.crt &&
+	issue builder-1 sub-b && cat builder-1.crt sub-b.crt >other-b1.crt &&
 		mv builder-1.key other-b1.key
 	cat rev-root.crt sub-a.crt sub-b.crt >all-cas.crt
 	touch done
