@@ -472,3 +472,47 @@ gone() { ! kill -0 "$DAEMON_PID" 2>/dev/null; }
 	run eventually 5 gone
 	assert_success
 }
+
+# ---- key exchange: cheap groups only (issue 28, point 1) --------------------
+# hello GROUP: a handshake as builder-1 offering GROUP only, under run.
+hello() {
+	run timeout 20 openssl s_client -connect "127.0.0.1:$PORT" -groups "$1" \
+		-cert builder-1.crt -key builder-1.key -CAfile farm-ca.crt </dev/null
+}
+
+@test "groups-ffdhe-hellos-refused" {
+	# A recorded ClientHello asking for ffdhe8192 cost the daemon 134.6 ms
+	# of CPU each: no finite-field group is taken at all.
+	tls_daemon d
+	for g in ffdhe8192 ffdhe2048 P-521; do
+		hello "$g"
+		assert_failure
+		assert_output --partial "handshake failure"
+	done
+}
+
+@test "groups-twin-x25519-p256-p384-taken" {
+	tls_daemon d
+	for g in X25519 P-256 P-384; do
+		hello "$g"
+		assert_success
+		assert_output --regexp "Server Temp Key: (X25519|ECDH)"
+	done
+}
+
+@test "groups-client-offers-no-ffdhe" {
+	# A server that takes only ffdhe2048 finds no group in common with
+	# the client: it never agrees to the costly exchange either.
+	PORT=$(free_port)
+	openssl s_server -accept "127.0.0.1:$PORT" -groups ffdhe2048 -cert signing-host.crt \
+		-key signing-host.key -Verify 1 -CAfile farm-ca.crt -naccept 1 -brief \
+		>s_server.log 2>&1 3>&- &
+	BG_PIDS+=($!)
+	run eventually 10 bash -c "ss -Hltn \"sport = :$PORT\" | grep -q ."
+	assert_success
+	run timeout 20 "$C" --server "tls:localhost:$PORT" --tls-ca farm-ca.crt \
+		--tls-cert builder-1.crt --tls-key builder-1.key status
+	assert_failure
+	run cat s_server.log
+	assert_output --partial "no suitable key share"
+}
