@@ -57,8 +57,8 @@ tls() { # CERT-NAME CLIENT-ARGS...: the client over TLS to $PORT
 # connections from each of SOURCES (comma-separated local addresses) open,
 # sending nothing, and reopen each one the daemon closes.  DIR/ready
 # appears once the daemon has closed 20 of them (it is saturated: the
-# baseline refuses at its connection limit, the fix drops over-budget
-# handshakes), DIR/closed-500 once it has closed 500; on DIR/stop, writes
+# baseline refuses at its connection limit, the fix drops handshakes over
+# the listener's budget, or silent ones at the handshake timeout), DIR/closed-500 once it has closed 500; on DIR/stop, writes
 # DIR/result: closes=N plaintext=N where plaintext counts closed
 # connections that received bytes that are not a TLS record (content
 # types 20..23).
@@ -193,7 +193,9 @@ MANY=$(seq -s, -f '127.0.0.%g' 2 11)
 }
 
 # ---- one source's flood does not block another ------------------------------
-# 80 from one address: over its budget (32), under the listener's (128).
+# 80 silent sockets from one address: over its share of key exchanges (32),
+# which they do not count against (they sent nothing), under the
+# listener's budget (128); they are closed at the handshake timeout.
 
 @test "per-source-other-address-signs" {
 	flooded flood 127.0.0.2 80
