@@ -5,14 +5,17 @@
 #
 #   tests/bench/hello-flood.sh [BUILD-DIR]     (default: build/)
 #
-# For each group (ffdhe8192, what the attack asked for; X25519, the
-# cheapest): a ClientHello made by `openssl s_client -groups GROUP` is
-# recorded once, then sent COUNT times (default 300) from 127.0.0.2 as fast
-# as connections open, each on its own connection that then stays silent;
-# 0.5 s into the flood (once its first 30 are sent) builder-1 on 127.0.0.1 asks `status` over TLS, and
-# then root over the UNIX socket: the wall time of each is printed, with
-# the daemon's CPU time from the flood's start until both are answered.  The daemon: one-time ECDSA P-256 key,
-# an ECDSA P-256 server certificate, default limits.
+# For each server key (ECDSA P-256; RSA-4096) and each group (ffdhe8192,
+# what the attack asked for; X25519, the cheapest): a ClientHello made by
+# `openssl s_client -groups GROUP` is recorded once, then sent COUNT times
+# (default 300) from 127.0.0.2, 30 connections at a time, each closed and
+# the next opened once the daemon answers or hangs up.  0.5 s after the
+# first 30 are sent, builder-1 on 127.0.0.1 asks `status` over TLS, then
+# root over the UNIX socket: the wall time of each is printed, and the
+# daemon's CPU time from the flood's start until both are answered.  The
+# daemon: a one-time ECDSA P-256 signing key, default limits.
+#
+#   BENCH_KEEP=1   keep the working directory (its daemon.log)
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
@@ -34,6 +37,11 @@ cd "$W"
 pki farm-ca
 printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >san.ext
 issue signing-host farm-ca -extfile san.ext
+# The same for an RSA-4096 server key: 5 ms of the event loop a handshake.
+openssl req -new -newkey rsa:4096 -nodes -subj /CN=signing-host-rsa -keyout signing-host-rsa.key \
+	-out signing-host-rsa.csr 2>/dev/null
+openssl x509 -req -in signing-host-rsa.csr -CA farm-ca.crt -CAkey farm-ca.key -CAcreateserial \
+	-days 30 -out signing-host-rsa.crt -extfile san.ext 2>/dev/null
 issue builder-1 farm-ca
 
 # record GROUP FILE: the first TLS record openssl's client sends offering
@@ -88,14 +96,15 @@ elapsed() { # COMMAND...: wall time in ms, and "ok" or "failed"
 	echo "$(((t1 - t0) / 1000000)) ms $r"
 }
 
-echo "| hellos from one address | builder's TLS status | root's UNIX status | daemon CPU over the flood |"
-echo "|---|---|---|---|"
+echo "| server key | hellos from one address | builder's TLS status | root's UNIX status | daemon CPU over the flood |"
+echo "|---|---|---|---|---|"
+for server in signing-host:ECDSA-P256 signing-host-rsa:RSA-4096; do
 for group in ffdhe8192 X25519; do
 	record "$group" "$group.hello"
 	PORT=$(free_port)
 	MODSIGND_START_TIMEOUT=60 modsignd_start daemon.log --listen "unix:$W/d.sock" \
 		--listen "tls:127.0.0.1:$PORT" --key default=ephemeral:ecdsa-p256 \
-		--tls-cert signing-host.crt --tls-key signing-host.key \
+		--tls-cert "${server%:*}.crt" --tls-key "${server%:*}.key" \
 		--tls-client-ca farm-ca.crt --allow uid:0 --allow cn:builder-1
 	PIDS+=("$MODSIGND_PID")
 	cpu0=$(cpu_ms "$MODSIGND_PID")
@@ -107,7 +116,8 @@ for group in ffdhe8192 X25519; do
 		--tls-cert builder-1.crt --tls-key builder-1.key status)
 	unix=$(elapsed "$CLIENT" --server "unix:$W/d.sock" status)
 	cpu1=$(cpu_ms "$MODSIGND_PID")
-	echo "| $COUNT × $group ($(stat -c %s "$group.hello") B each) | $tls | $unix | $(awk "BEGIN { print $cpu1 - $cpu0 }") ms |"
+	echo "| ${server#*:} | $COUNT × $group ($(stat -c %s "$group.hello") B each) | $tls | $unix | $(awk "BEGIN { print $cpu1 - $cpu0 }") ms |"
 	kill "$FLOOD" "$MODSIGND_PID"
 	wait "$FLOOD" "$MODSIGND_PID" 2>/dev/null || true
+done
 done
