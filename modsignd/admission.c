@@ -196,9 +196,9 @@ static struct identity_entry *identity_get(struct admission *a, const char *name
 }
 
 int admission_admit(struct admission *a, const struct admission_source *src,
-		    const char *identity, char *why, size_t size)
+		    const char *identity, uint64_t now_ms, char *why, size_t size)
 {
-	struct source_entry *s = source_get(a, src, 0);
+	struct source_entry *s = source_get(a, src, now_ms);
 	struct identity_entry *id = identity_get(a, identity);
 
 	if (!s || !id) {

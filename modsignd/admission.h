@@ -82,7 +82,7 @@ bool admission_take_token(struct admission *a, const struct admission_source *sr
  * this address (N)").  The caller checks the listener's own limits.
  */
 int admission_admit(struct admission *a, const struct admission_source *src,
-		    const char *identity, char *why, size_t size);
+		    const char *identity, uint64_t now_ms, char *why, size_t size);
 
 /* An admitted connection closed: its counts given back. */
 void admission_leave(struct admission *a, const struct admission_source *src,

@@ -700,7 +700,8 @@ static void handshake_done(struct server *s, struct conn *c)
 		c->closing = true;
 		return;
 	}
-	if (admission_admit(s->adm, &c->source, c->peer.identity, why, sizeof(why)) < 0) {
+	if (admission_admit(s->adm, &c->source, c->peer.identity, now_ms(), why,
+			    sizeof(why)) < 0) {
 		log_notice("%s: refused: %s", c->peer.desc, why);
 		conn_reply_error(c, 0, why);
 		c->closing = true;
