@@ -92,11 +92,14 @@ void admission_source_of(const struct sockaddr_storage *sa, struct admission_sou
 	} else if (sa->ss_family == AF_INET6) {
 		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
 
-		if (IN6_IS_ADDR_V4MAPPED(a))
+		/* A v4-mapped peer of a dual-stack listener is its IPv4
+		 * address: the tables are shared by every listener. */
+		if (IN6_IS_ADDR_V4MAPPED(a)) {
 			memcpy(ret->addr, &a->s6_addr[12], 4);
-		else
-			memcpy(ret->addr, a->s6_addr, 8); /* the /64 */
-		ret->addr[15] = 6; /* never equal to an IPv4 source */
+			return;
+		}
+		memcpy(ret->addr, a->s6_addr, 8); /* the /64 */
+		ret->addr[15] = 6;                /* never equal to an IPv4 source */
 	}
 }
 
