@@ -82,7 +82,7 @@ struct conn {
 /* Unauthenticated TLS peers dropped, by cause: counted, and summed up in
  * the log at most once a minute, so that a flood does not flood the log. */
 struct drop_counts {
-	uint64_t source_budget, listener_budget, handshake_timeout;
+	uint64_t listener_budget, handshake_timeout;
 	uint64_t deferred; /* not dropped: handshakes made to wait for a token */
 };
 
@@ -703,6 +703,7 @@ static void handshake_done(struct server *s, struct conn *c)
 	if (admission_admit(s->adm, &c->source, c->peer.identity, now_ms(), why,
 			    sizeof(why)) < 0) {
 		log_notice("%s: refused: %s", c->peer.desc, why);
+		metrics_tls(s->metrics, METRICS_TLS_CAPPED);
 		conn_reply_error(c, 0, why);
 		c->closing = true;
 		return;
@@ -777,6 +778,7 @@ static bool handshake_charge(struct server *s, struct conn *c)
 		c->deferred = true;
 		s->n_deferred++;
 		s->dropped.deferred++;
+		metrics_tls(s->metrics, METRICS_TLS_DEFERRED);
 		conn_update(s, c); /* no EPOLLIN until resumed */
 	}
 	return false;
@@ -966,6 +968,7 @@ static void handshake_budget(struct server *s, struct listener *l)
 	log_debug("%s: closed: %u TLS handshakes in progress, making room",
 		  victim->peer.desc, s->cfg.max_handshakes);
 	s->dropped.listener_budget++;
+	metrics_tls(s->metrics, METRICS_TLS_DROPPED);
 	conn_close(s, victim);
 }
 
@@ -1413,17 +1416,16 @@ static void log_drops(struct server *s, uint64_t now)
 
 	if (now - s->drop_log_ms < 60000 || memcmp(d, was, sizeof(*d)) == 0)
 		return;
-	log_notice("dropped unauthenticated TLS peers: %llu over the per-source "
-		   "handshake budget (%u), %llu over the listener's (%u), %llu "
-		   "handshake timeouts (%u s); %llu handshakes made to wait for "
-		   "their source's rate (%u/s)",
-		   (unsigned long long)(d->source_budget - was->source_budget),
-		   s->cfg.max_handshakes_per_source,
+	log_notice("dropped unauthenticated TLS peers: %llu over the listener's "
+		   "handshake budget (%u), %llu handshake timeouts (%u s); %llu "
+		   "handshakes made to wait for their source's rate (%u/s) or "
+		   "share (%u)",
 		   (unsigned long long)(d->listener_budget - was->listener_budget),
 		   s->cfg.max_handshakes,
 		   (unsigned long long)(d->handshake_timeout - was->handshake_timeout),
 		   s->cfg.handshake_timeout,
-		   (unsigned long long)(d->deferred - was->deferred), s->cfg.handshake_rate);
+		   (unsigned long long)(d->deferred - was->deferred), s->cfg.handshake_rate,
+		   s->cfg.max_handshakes_per_source);
 	*was = *d;
 	s->drop_log_ms = now;
 }
@@ -1442,6 +1444,7 @@ static void sweep_timeouts(struct server *s)
 		if (c->handshaking) {
 			log_debug("%s: timed out with %s pending", c->peer.desc, what);
 			s->dropped.handshake_timeout++;
+			metrics_tls(s->metrics, METRICS_TLS_TIMED_OUT);
 		} else if (c->in_len == 0 && c->out_len == 0) {
 			log_debug("%s: idle for %u s, closing", c->peer.desc,
 				  s->cfg.idle_timeout);

@@ -559,17 +559,19 @@ while not os.path.exists(d + "/stop"): time.sleep(0.05)
 PY
 }
 
-# capped SOURCE CERT:N...: a daemon "cap" with --max-connections 16 (12
-# TLS slots; by default 9 per identity and 9 per source), builder-1 and
-# builder-2 allowed, and hold_tls from SOURCE.
+# capped SOURCE CERT:N... [-- DAEMON-ARGS...]: a daemon "cap" with
+# --max-connections 16 (12 TLS slots; by default 9 per identity and 9 per
+# source), builder-1 and builder-2 allowed, and hold_tls from SOURCE.
 capped() {
-	local src=$1
+	local src=$1 specs=()
 	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do specs+=("$1"); shift; done
+	[ $# -eq 0 ] || shift
 	issue builder-2 farm-ca
 	export PORT
-	tls_daemon cap --max-connections 16 --allow cn:builder-2
+	tls_daemon cap --max-connections 16 --allow cn:builder-2 "$@"
 	mkdir -p cap
-	hold_tls cap "$src" "$@" 2>cap/err 3>&- &
+	hold_tls cap "$src" "${specs[@]}" 2>cap/err 3>&- &
 	BG_PIDS+=($!)
 	run eventually 60 test -e cap/ready
 	assert_success
@@ -578,10 +580,14 @@ count_lines() { grep -cx "$1" cap/lines || true; }
 
 @test "per-identity-cap-refused-over-tls" {
 	# One builder tries to hold all 12 TLS slots from 127.0.0.2.
-	capped 127.0.0.2 builder-1:12
+	mkdir -m 0700 m
+	capped 127.0.0.2 builder-1:12 -- --metrics-file "$T/m/d.prom"
 	assert_equal "$(count_lines ok)" 9
 	assert_equal "$(sed -n 10p cap/lines)" \
 		"tls-refused too many connections for cn:builder-1 (9), try again later"
+	# per-identity-cap-refusals-counted: the 10th to 12th
+	run eventually 15 grep -qx "modsignd_tls_connections_capped_total 3" m/d.prom
+	assert_success
 	# per-identity-cap-other-builder-signs: another builder, elsewhere
 	fresh b2.ko
 	run "$C" --server "tls:localhost:$PORT" --tls-ca farm-ca.crt \
@@ -645,13 +651,18 @@ PY
 @test "handshake-rate-replayed-hellos-wait" {
 	# Two key exchanges a second from one address, five at once: 20
 	# hellos at once are answered 5 at first, the rest as tokens come.
-	tls_daemon d --handshake-rate 2 --handshake-burst 5
+	mkdir -m 0700 m
+	tls_daemon d --handshake-rate 2 --handshake-burst 5 --metrics-file "$T/m/d.prom"
 	run hellos 20
 	echo "$output"
 	n=$(sed -n 's/^answered=//p' <<<"$output")
 	[ "$n" -ge 5 ] && [ "$n" -lt 20 ]
 	# handshake-rate-deferred-not-refused: each is answered in the end
 	assert_line "in the end answered=20"
+	# handshake-rate-deferred-counted (at least the 20 - n held back)
+	run eventually 15 awk -v n=$((20 - n)) \
+		'$1 == "modsignd_tls_handshakes_deferred_total" && $2 >= n { f = 1 } END { exit !f }' m/d.prom
+	assert_success
 }
 
 # Twin: the rate is the address's; a builder elsewhere signs at once.
