@@ -17,6 +17,7 @@ struct source_entry {
 	bool used;
 	uint64_t tokens_milli; /* thousandths of a token */
 	uint64_t stamp_ms;     /* when tokens_milli was last brought up to date */
+	unsigned handshakes;   /* started and not ended */
 	unsigned conns;
 };
 
@@ -51,7 +52,7 @@ int admission_new(const struct admission_config *cfg, struct admission **ret)
 	a->cfg = *cfg;
 	a->per_source = cfg->per_source ?: default_cap(cfg->tls_slots);
 	a->per_identity = cfg->per_identity ?: default_cap(cfg->tls_slots);
-	a->n_sources = (size_t)cfg->tls_slots + ADMISSION_SPARE_SOURCES;
+	a->n_sources = (size_t)cfg->tls_slots + cfg->handshakes + ADMISSION_SPARE_SOURCES;
 	a->n_ids = (size_t)cfg->tls_slots + 1;
 	a->sources = calloc(a->n_sources, sizeof(*a->sources));
 	a->ids = calloc(a->n_ids, sizeof(*a->ids));
@@ -125,9 +126,9 @@ static void refill(const struct admission *a, struct source_entry *e, uint64_t n
 }
 
 /* The entry that may be given to a new source: a free one, else the one
- * holding no connection whose bucket is fullest (forgetting it costs the
- * least).  NULL only if every entry holds a connection, which the table's
- * size rules out. */
+ * holding no handshake or connection whose bucket is fullest (forgetting
+ * it costs the least).  NULL only if every entry holds something, which
+ * the table's size rules out. */
 static struct source_entry *source_slot(struct admission *a, uint64_t now_ms)
 {
 	struct source_entry *best = NULL;
@@ -137,7 +138,7 @@ static struct source_entry *source_slot(struct admission *a, uint64_t now_ms)
 
 		if (!e->used)
 			return e;
-		if (e->conns)
+		if (e->conns || e->handshakes)
 			continue;
 		refill(a, e, now_ms);
 		if (!best || e->tokens_milli > best->tokens_milli)
@@ -146,15 +147,22 @@ static struct source_entry *source_slot(struct admission *a, uint64_t now_ms)
 	return best;
 }
 
+static struct source_entry *source_find(struct admission *a, const struct admission_source *src)
+{
+	for (size_t i = 0; i < a->n_sources; i++)
+		if (a->sources[i].used && admission_source_eq(&a->sources[i].src, src))
+			return &a->sources[i];
+	return NULL;
+}
+
 /* @src's entry, made with a full bucket if it had none (@now_ms). */
 static struct source_entry *source_get(struct admission *a, const struct admission_source *src,
 				       uint64_t now_ms)
 {
-	struct source_entry *e;
+	struct source_entry *e = source_find(a, src);
 
-	for (size_t i = 0; i < a->n_sources; i++)
-		if (a->sources[i].used && admission_source_eq(&a->sources[i].src, src))
-			return &a->sources[i];
+	if (e)
+		return e;
 	e = source_slot(a, now_ms);
 	if (e)
 		*e = (struct source_entry){ .src = *src, .used = true,
@@ -162,18 +170,27 @@ static struct source_entry *source_get(struct admission *a, const struct admissi
 	return e;
 }
 
-bool admission_take_token(struct admission *a, const struct admission_source *src,
-			  uint64_t now_ms)
+bool admission_start_handshake(struct admission *a, const struct admission_source *src,
+			       uint64_t now_ms)
 {
 	struct source_entry *e = source_get(a, src, now_ms);
 
 	if (!e)
 		return true; /* cannot happen (source_slot()); never lock out */
 	refill(a, e, now_ms);
-	if (e->tokens_milli < 1000)
+	if (e->tokens_milli < 1000 || e->handshakes >= a->cfg.key_exchanges)
 		return false;
 	e->tokens_milli -= 1000;
+	e->handshakes++;
 	return true;
+}
+
+void admission_end_handshake(struct admission *a, const struct admission_source *src)
+{
+	struct source_entry *e = source_find(a, src);
+
+	if (e && e->handshakes > 0)
+		e->handshakes--;
 }
 
 static struct identity_entry *identity_find(struct admission *a, const char *name)
@@ -233,13 +250,10 @@ void admission_leave(struct admission *a, const struct admission_source *src,
 		     const char *identity)
 {
 	struct identity_entry *id = identity_find(a, identity);
+	struct source_entry *e = source_find(a, src);
 
-	for (size_t i = 0; i < a->n_sources; i++)
-		if (a->sources[i].used && admission_source_eq(&a->sources[i].src, src) &&
-		    a->sources[i].conns > 0) {
-			a->sources[i].conns--;
-			break;
-		}
+	if (e && e->conns > 0)
+		e->conns--;
 	if (id && id->conns > 0 && --id->conns == 0) {
 		free(id->name);
 		id->name = NULL;

@@ -8,19 +8,22 @@
  * is an IPv4 address or an IPv6 /64 (one host usually holds the whole
  * prefix).  Two bounded tables:
  *
- *  - sources, each with a token bucket of new handshakes and a count of
- *    admitted connections.  A handshake takes a token when its first bytes
+ *  - sources, each with a token bucket of new handshakes, a count of key
+ *    exchanges in progress and a count of admitted connections.  A
+ *    handshake starts (admission_start_handshake()) when its first bytes
  *    arrive, not at accept: a silent socket costs the daemon no
- *    cryptography, so it must not drain the tokens of a builder behind
- *    the same address.  With no token left, the handshake is deferred (not
- *    read until one comes: server.c), not refused, so that a builder over
- *    the rate is slowed, never failed.  Tokens come back at
- *    --handshake-rate a second, up to --handshake-burst.  An entry is kept
- *    while it holds a connection or its bucket is not full; a full table
- *    recycles the entry with the fullest bucket and no connection, so an
- *    attacker with more addresses than the table has entries gets fresh
- *    buckets (the listener's handshake budget still bounds what they hold
- *    at once: server.h).
+ *    cryptography, so it must not drain the tokens, nor take the share, of
+ *    a builder behind the same address.  It takes a token, and a place
+ *    among its source's --max-handshakes-per-source key exchanges; with
+ *    either missing, the handshake is deferred (not read until both are
+ *    there: server.c), not refused, so that a builder over the rate is
+ *    slowed, never failed.  Tokens come back at --handshake-rate a second,
+ *    up to --handshake-burst.  An entry is kept while it holds a handshake
+ *    or a connection, or its bucket is not full; a full table recycles the
+ *    entry with the fullest bucket that holds neither, so an attacker with
+ *    more addresses than the table has entries gets fresh buckets (the
+ *    listener's handshake budget still bounds what they hold at once:
+ *    server.h).
  *  - identities (cn:NAME), each with a count of admitted connections.
  *
  * Admitted connections are capped per identity and per source
@@ -49,6 +52,8 @@ struct admission_source {
 
 struct admission_config {
 	unsigned rate, burst;        /* tokens a second; most a bucket holds */
+	unsigned key_exchanges;      /* per source at once */
+	unsigned handshakes;         /* most in progress at once, all listeners */
 	unsigned per_source;         /* admitted connections; 0: the default */
 	unsigned per_identity;       /* the same, per cn: */
 	unsigned tls_slots;          /* connections TLS peers may hold in all */
@@ -56,9 +61,9 @@ struct admission_config {
 
 struct admission;
 
-/* The tables hold as many entries as @cfg->tls_slots plus some spare:
- * every source or identity that holds a connection has one.  0 or
- * -ENOMEM. */
+/* The tables hold as many entries as @cfg->tls_slots and
+ * @cfg->handshakes, plus some spare: every source or identity that holds
+ * a connection or a handshake has one.  0 or -ENOMEM. */
 int admission_new(const struct admission_config *cfg, struct admission **ret);
 void admission_free(struct admission *a);
 
@@ -71,9 +76,12 @@ void admission_source_of(const struct sockaddr_storage *sa, struct admission_sou
 bool admission_source_eq(const struct admission_source *a, const struct admission_source *b);
 
 /* A handshake from @src sent its first bytes at @now_ms: true if it may go
- * on (a token taken), false if it must wait for one. */
-bool admission_take_token(struct admission *a, const struct admission_source *src,
-			  uint64_t now_ms);
+ * on (a token taken, and counted among its source's key exchanges until
+ * admission_end_handshake()), false if it must wait. */
+bool admission_start_handshake(struct admission *a, const struct admission_source *src,
+			       uint64_t now_ms);
+/* A handshake that started ended, one way or another. */
+void admission_end_handshake(struct admission *a, const struct admission_source *src);
 
 /*
  * An authenticated TLS peer @identity from @src asks for a connection: 0

@@ -177,6 +177,8 @@ static void handshake_leave(struct server *s, struct conn *c)
 		c->deferred = false;
 		s->n_deferred--;
 	}
+	if (c->charged)
+		admission_end_handshake(s->adm, &c->source);
 	if (c->hs_prev)
 		c->hs_prev->hs_next = c->hs_next;
 	else
@@ -747,17 +749,6 @@ static void conn_handshake(struct server *s, struct conn *c)
 	conn_close(s, c);
 }
 
-/* Handshakes from @src at @l past their first bytes (charged): those
- * whose key exchange runs or has run. */
-static unsigned key_exchanges_from(const struct listener *l, const struct admission_source *src)
-{
-	unsigned n = 0;
-
-	for (const struct conn *c = l->hs_first; c; c = c->hs_next)
-		n += c->charged && admission_source_eq(&c->source, src);
-	return n;
-}
-
 /*
  * A handshake's first bytes are here: it goes on if its source has fewer
  * than --max-handshakes-per-source key exchanges in progress and a token
@@ -769,8 +760,7 @@ static unsigned key_exchanges_from(const struct listener *l, const struct admiss
  */
 static bool handshake_charge(struct server *s, struct conn *c)
 {
-	if (key_exchanges_from(c->listener, &c->source) < s->cfg.max_handshakes_per_source &&
-	    admission_take_token(s->adm, &c->source, now_ms())) {
+	if (admission_start_handshake(s->adm, &c->source, now_ms())) {
 		c->charged = true;
 		return true;
 	}
@@ -784,8 +774,8 @@ static bool handshake_charge(struct server *s, struct conn *c)
 	return false;
 }
 
-/* Handshakes that waited for a token, in the order they came, go on when
- * their source has one again; the others wait on. */
+/* Handshakes that waited, in the order they came, go on when their
+ * source has a token and a key-exchange place again; the others wait on. */
 static void resume_deferred(struct server *s)
 {
 	for (size_t i = 0; i < s->n_listeners && s->n_deferred > 0; i++) {
@@ -1620,6 +1610,8 @@ int server_new(const struct server_config *cfg, struct keystore *keys,
 	s->metrics = cfg->metrics;
 	r = admission_new(&(struct admission_config){
 				  .rate = cfg->handshake_rate, .burst = cfg->handshake_burst,
+				  .key_exchanges = cfg->max_handshakes_per_source,
+				  .handshakes = cfg->max_handshakes * SERVER_MAX_LISTENERS,
 				  .per_source = cfg->max_conns_per_source,
 				  .per_identity = cfg->max_conns_per_identity,
 				  .tls_slots = cfg->max_conns - SERVER_UNIX_RESERVE(cfg->max_conns) },

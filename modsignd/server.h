@@ -71,7 +71,7 @@ struct server_config {
 	unsigned workers;
 	unsigned max_conns;
 	unsigned max_handshakes;            /* per TLS listener */
-	unsigned max_handshakes_per_source; /* per listener and source */
+	unsigned max_handshakes_per_source; /* key exchanges per source */
 	unsigned handshake_timeout;         /* seconds */
 	/* Per source: new handshakes a second and at once; admitted
 	 * connections per source and per identity (0: the default):

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * modsignd/admission.c, linked as an object: a source's tokens (taken,
- * refilled with time, never above the burst), the caps on admitted
+ * refilled with time, never above the burst) and its share of key
+ * exchanges at once, the caps on admitted
  * connections per identity and per source with their messages and
  * defaults, and the table recycling the fullest bucket.  Each refusal has
  * its twin: another source or identity, or the same after time passed or
@@ -35,14 +36,17 @@ static struct admission_source v6(const char *addr)
 	return src;
 }
 
-/* Tokens @src can take at @now, one after the other, up to @max. */
+/* Handshakes @src can start at @now, one after the other, up to @max;
+ * each ended at once (so that only the tokens count). */
 static unsigned take_all(struct admission *a, const struct admission_source *src,
 			 uint64_t now, unsigned max)
 {
 	unsigned n = 0;
 
-	while (n < max && admission_take_token(a, src, now))
+	while (n < max && admission_start_handshake(a, src, now)) {
+		admission_end_handshake(a, src);
 		n++;
+	}
 	return n;
 }
 
@@ -52,13 +56,31 @@ static void test_tokens(void)
 	struct admission_source one = v4("192.0.2.1"), two = v4("192.0.2.2");
 
 	CHECK_EQ("tokens: new", admission_new(&(struct admission_config){
-			 .rate = 10, .burst = 5, .tls_slots = 12 }, &a), 0);
+			 .rate = 10, .burst = 5, .key_exchanges = 32, .tls_slots = 12 }, &a), 0);
 	CHECK_EQ("tokens: a burst at once", take_all(a, &one, 1000, 100), 5);
 	CHECK_EQ("tokens: none left at once", take_all(a, &one, 1000, 100), 0);
 	CHECK_EQ("tokens: twin, another source has its own", take_all(a, &two, 1000, 100), 5);
 	CHECK_EQ("tokens: one back after 100 ms at 10/s", take_all(a, &one, 1100, 100), 1);
 	CHECK_EQ("tokens: not before", take_all(a, &one, 1199, 100), 0);
 	CHECK_EQ("tokens: never above the burst", take_all(a, &one, 100000, 100), 5);
+	admission_free(a);
+}
+
+static void test_share(void)
+{
+	struct admission *a;
+	struct admission_source one = v4("192.0.2.1"), two = v4("192.0.2.2");
+	unsigned n = 0;
+
+	CHECK_EQ("share: new", admission_new(&(struct admission_config){
+			 .rate = 1, .burst = 100, .key_exchanges = 3, .tls_slots = 12 }, &a), 0);
+	while (n < 10 && admission_start_handshake(a, &one, 0))
+		n++;
+	CHECK_EQ("share: 3 key exchanges at once", n, 3);
+	CHECK("share: twin, another source starts", admission_start_handshake(a, &two, 0));
+	admission_end_handshake(a, &one);
+	CHECK("share: twin, one ended, one more starts", admission_start_handshake(a, &one, 0));
+	CHECK("share: and no more", !admission_start_handshake(a, &one, 0));
 	admission_free(a);
 }
 
@@ -83,7 +105,7 @@ static void test_caps(void)
 	char why[128] = "";
 
 	CHECK_EQ("caps: new", admission_new(&(struct admission_config){
-			 .rate = 1, .burst = 1, .tls_slots = 12 }, &a), 0);
+			 .rate = 1, .burst = 1, .key_exchanges = 1, .tls_slots = 12 }, &a), 0);
 	CHECK_EQ("caps: default, 3/4 of 12 per identity", admission_per_identity(a), 9);
 	CHECK_EQ("caps: default, 3/4 of 12 per source", admission_per_source(a), 9);
 	for (int i = 0; i < 9; i++)
@@ -124,7 +146,8 @@ static void test_recycling(void)
 	unsigned refused = 0;
 
 	CHECK_EQ("recycling: new", admission_new(&(struct admission_config){
-			 .rate = 1, .burst = 2, .per_source = 1, .tls_slots = 1 }, &a), 0);
+			 .rate = 1, .burst = 2, .key_exchanges = 1, .per_source = 1,
+			 .tls_slots = 1 }, &a), 0);
 	CHECK_EQ("recycling: one source holds its connection",
 		 admission_admit(a, &held, "cn:h", 0, why, sizeof(why)), 0);
 	for (unsigned i = 0; i < 3000; i++) {
@@ -133,7 +156,8 @@ static void test_recycling(void)
 
 		((struct sockaddr_in *)&sa)->sin_addr.s_addr = htonl(0x0a000000 + i);
 		admission_source_of(&sa, &src);
-		refused += !admission_take_token(a, &src, 5);
+		refused += !admission_start_handshake(a, &src, 5);
+		admission_end_handshake(a, &src);
 	}
 	CHECK_EQ("recycling: each new source has its bucket", refused, 0);
 	CHECK_EQ("recycling: the held source's count kept",
@@ -144,6 +168,7 @@ static void test_recycling(void)
 int main(void)
 {
 	test_tokens();
+	test_share();
 	test_sources();
 	test_caps();
 	test_recycling();
