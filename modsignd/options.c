@@ -50,7 +50,7 @@ static const struct optdef {
 	{ "max-connections-per-source", OPT_MAXCONN_SRC, "N", "of the TLS ones, from one address or IPv6 /64 (default: 3/4 of them)" },
 	{ "max-connections-per-identity", OPT_MAXCONN_ID, "N", "of the TLS ones, under one cn: (default: 3/4 of them)" },
 	{ "max-handshakes", OPT_MAXHS, "N", "TLS handshakes in progress per listener (default 128)" },
-	{ "max-handshakes-per-source", OPT_MAXHS_SRC, "N", "of which from one address or IPv6 /64 (default 32)" },
+	{ "max-handshakes-per-source", OPT_MAXHS_SRC, "N", "TLS key exchanges one address or IPv6 /64 runs at once; more wait (default 32)" },
 	{ "handshake-rate", OPT_HS_RATE, "N", "TLS handshakes a source may start a second; more wait (default 50)" },
 	{ "handshake-burst", OPT_HS_BURST, "N", "of which at once (default 100)" },
 	{ "handshake-timeout", OPT_HS_TIMEOUT, "SECS", "time a TLS handshake may take (default 10)" },
