@@ -83,6 +83,7 @@ $(B)/tests/%: tests/unit/%.c $(B)/libmodsign.a
 	$(CC) $(ALL_CFLAGS) -Imodsignd -Imodsign-client $(ALL_LDFLAGS) -o $@ \
 		$(filter-out %.a,$^) $(filter %.a,$^) $(LIBS) -lpthread
 $(B)/tests/test-policy: $(B)/obj/modsignd/policy.o
+$(B)/tests/test-admission: $(B)/obj/modsignd/admission.o
 $(B)/tests/test-options: $(B)/obj/modsignd/options.o $(B)/obj/modsignd/policy.o \
 			 $(B)/obj/modsignd/log.o
 $(B)/tests/test-modfile: $(B)/obj/modsign-client/modfile.o

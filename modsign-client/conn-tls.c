@@ -19,6 +19,7 @@
 
 #include "conn-internal.h"
 #include "keyfile.h"
+#include "tlsgroups.h"
 #include "util.h"
 
 struct tls_state {
@@ -148,7 +149,9 @@ static int tls_context(const struct conn_tls *tls, SSL_CTX **ret, const char **r
 		return -ENOMEM;
 	SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
 	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	if (!tls || !tls->ca)
+	if (tlsgroups_set(ctx) < 0)
+		*ret_err = "tls: none of the groups " TLSGROUPS_LIST " available";
+	else if (!tls || !tls->ca)
 		*ret_err = "tls: servers need --tls-ca";
 	else if (SSL_CTX_load_verify_locations(ctx, tls->ca, NULL) != 1)
 		*ret_err = tls->ca;

@@ -44,6 +44,7 @@ struct metrics {
 	uint64_t issued[KEYS_MAX];
 	uint64_t refused[KEYS_MAX + 1][METRICS_REFUSAL_N_]; /* [KEYS_MAX]: unknown */
 	uint64_t bucket[N_BUCKETS + 1];                     /* + Inf */
+	uint64_t tls[METRICS_TLS_N_];
 	double sum_s;
 	uint64_t last_write_ms;
 };
@@ -128,6 +129,12 @@ void metrics_refused(struct metrics *m, const struct keystore *ks, const struct 
 		return;
 	m->refused[key_index(ks, k)][why]++;
 	observe(m, start_us);
+}
+
+void metrics_tls(struct metrics *m, enum metrics_tls what)
+{
+	if (m)
+		m->tls[what]++;
 }
 
 /* A label value: backslash, double quote and newline escaped. */
@@ -215,6 +222,26 @@ static void write_keys(FILE *f, const struct keystore *ks)
 	}
 }
 
+static const struct {
+	const char *name, *help;
+} tls_counters[METRICS_TLS_N_] = {
+	[METRICS_TLS_DROPPED] = { "modsignd_tls_handshakes_dropped_total",
+				  "Unauthenticated TLS peers closed to make room in a full listener." },
+	[METRICS_TLS_TIMED_OUT] = { "modsignd_tls_handshakes_timed_out_total",
+				    "TLS handshakes not finished within the handshake timeout." },
+	[METRICS_TLS_DEFERRED] = { "modsignd_tls_handshakes_deferred_total",
+				   "TLS handshakes made to wait for a token or key-exchange slot of their source's." },
+	[METRICS_TLS_CAPPED] = { "modsignd_tls_connections_capped_total",
+				 "Authenticated TLS peers refused for a per-identity or per-source cap." },
+};
+
+static void write_tls(FILE *f, const struct metrics *m)
+{
+	for (size_t c = 0; c < METRICS_TLS_N_; c++)
+		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", tls_counters[c].name,
+			tls_counters[c].help, tls_counters[c].name, tls_counters[c].name, m->tls[c]);
+}
+
 /* In the order of stat_value(). */
 static const struct {
 	const char *name, *help;
@@ -286,6 +313,7 @@ static void write_all(FILE *f, const struct metrics *m, const struct keystore *k
 		   "modsignd_requests_in_flight %u\n", inflight);
 	write_keys(f, ks);
 	write_pkcs11_use(f, ks);
+	write_tls(f, m);
 }
 
 static int write_file(const struct metrics *m, const struct keystore *ks, unsigned inflight)

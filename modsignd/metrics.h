@@ -32,6 +32,15 @@ enum metrics_refusal {
 	METRICS_REFUSAL_N_
 };
 
+/* What happened to TLS peers before and at admission (admission.h). */
+enum metrics_tls {
+	METRICS_TLS_DROPPED,   /* closed to make room in a full listener */
+	METRICS_TLS_TIMED_OUT, /* handshake not finished in time */
+	METRICS_TLS_DEFERRED,  /* made to wait for its source's token or share */
+	METRICS_TLS_CAPPED,    /* refused for a per-identity or per-source cap */
+	METRICS_TLS_N_
+};
+
 struct metrics;
 
 /* The file @name in the directory @dirfd, which *@ret owns from then on
@@ -51,6 +60,8 @@ void metrics_issued(struct metrics *m, const struct keystore *ks, const struct k
 /* @k NULL: an unknown key (no label value a peer chooses). */
 void metrics_refused(struct metrics *m, const struct keystore *ks, const struct key *k,
 		     enum metrics_refusal why, uint64_t start_us);
+
+void metrics_tls(struct metrics *m, enum metrics_tls what);
 
 /* Rewrite the file if METRICS_INTERVAL_MS have passed (@force: now).
  * Returns 0, or the -errno of a failed write (the old file stays). */

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "admission.h"
 #include "conf.h"
 #include "log.h"
 #include "options.h"
@@ -15,7 +16,8 @@ enum {
 	OPT_CONFIG = 256, OPT_CHECK, OPT_LISTEN, OPT_KEY, OPT_ALLOW, OPT_CERT,
 	OPT_PIN_FILE, OPT_PKCS11_MODULE, OPT_AUDIT_LOG, OPT_ORG, OPT_CN, OPT_EMAIL,
 	OPT_DAYS, OPT_TEMPLATE, OPT_TLS_CERT, OPT_TLS_KEY, OPT_TLS_CA, OPT_TLS_CRL, OPT_WORKERS,
-	OPT_MAXCONN, OPT_MAXHS, OPT_MAXHS_SRC, OPT_HS_TIMEOUT, OPT_IDLE_TIMEOUT,
+	OPT_MAXCONN, OPT_MAXCONN_SRC, OPT_MAXCONN_ID, OPT_MAXHS, OPT_MAXHS_SRC,
+	OPT_HS_RATE, OPT_HS_BURST, OPT_HS_TIMEOUT, OPT_IDLE_TIMEOUT,
 	OPT_MODE, OPT_METRICS, OPT_TLOG, OPT_LOG_KEY, OPT_LOG_ORIGIN, OPT_VERSION, OPT_HELP, OPT_END_
 };
 _Static_assert(OPT_END_ - OPT_CONFIG <= OPTIONS_MAX_IDS, "OPTIONS_MAX_IDS too small");
@@ -46,8 +48,12 @@ static const struct optdef {
 	{ "tls-crl", OPT_TLS_CRL, "FILE", "PEM CRLs of those CAs, checked for every client (re-read on SIGHUP)" },
 	{ "workers", OPT_WORKERS, "N", "signing threads (default: number of CPUs)" },
 	{ "max-connections", OPT_MAXCONN, "N", "concurrent connections (default 256; a quarter kept for unix:)" },
+	{ "max-connections-per-source", OPT_MAXCONN_SRC, "N", "of the TLS ones, from one address or IPv6 /64 (default: 3/4 of them)" },
+	{ "max-connections-per-identity", OPT_MAXCONN_ID, "N", "of the TLS ones, under one cn: (default: 3/4 of them)" },
 	{ "max-handshakes", OPT_MAXHS, "N", "TLS handshakes in progress per listener (default 128)" },
-	{ "max-handshakes-per-source", OPT_MAXHS_SRC, "N", "of which from one address or IPv6 /64 (default 32)" },
+	{ "max-handshakes-per-source", OPT_MAXHS_SRC, "N", "TLS key exchanges one address or IPv6 /64 runs at once; more wait (default 32)" },
+	{ "handshake-rate", OPT_HS_RATE, "N", "TLS handshakes a source may start a second; more wait (default 50)" },
+	{ "handshake-burst", OPT_HS_BURST, "N", "of which at once (default 100)" },
 	{ "handshake-timeout", OPT_HS_TIMEOUT, "SECS", "time a TLS handshake may take (default 10)" },
 	{ "idle-timeout", OPT_IDLE_TIMEOUT, "SECS", "close connections idle this long (default 60)" },
 	{ "socket-mode", OPT_MODE, "MODE", "mode of created socket files (default 0660)" },
@@ -166,6 +172,14 @@ static int apply(struct options *o, int id, const char *v)
 	case OPT_TLS_CRL: o->tls.crl = v; return 0;
 	case OPT_WORKERS: return number("workers", v, 256, &o->server.workers);
 	case OPT_MAXCONN: return number("max-connections", v, 65536, &o->server.max_conns);
+	case OPT_MAXCONN_SRC:
+		return number("max-connections-per-source", v, 65536,
+			      &o->server.max_conns_per_source);
+	case OPT_MAXCONN_ID:
+		return number("max-connections-per-identity", v, 65536,
+			      &o->server.max_conns_per_identity);
+	case OPT_HS_RATE: return number("handshake-rate", v, 100000, &o->server.handshake_rate);
+	case OPT_HS_BURST: return number("handshake-burst", v, 100000, &o->server.handshake_burst);
 	case OPT_MAXHS: return number("max-handshakes", v, 65536, &o->server.max_handshakes);
 	case OPT_MAXHS_SRC:
 		return number("max-handshakes-per-source", v, 65536,
@@ -240,6 +254,8 @@ static void defaults(struct options *o)
 			    .max_handshakes = SERVER_DEFAULT_MAX_HANDSHAKES,
 			    .max_handshakes_per_source = SERVER_DEFAULT_MAX_HANDSHAKES_PER_SOURCE,
 			    .handshake_timeout = SERVER_DEFAULT_HANDSHAKE_TIMEOUT,
+			    .handshake_rate = ADMISSION_DEFAULT_RATE,
+			    .handshake_burst = ADMISSION_DEFAULT_BURST,
 			    .idle_timeout = SERVER_DEFAULT_IDLE_TIMEOUT,
 			    .socket_mode = 0660 },
 	};

@@ -25,7 +25,7 @@
 #define OPTIONS_DEFAULT_CONFIG "/etc/modsignd/modsignd.conf"
 #define OPTIONS_DEFAULT_SOCKET "/run/modsignd/modsignd.sock"
 #define OPTIONS_MAX_LIST 64
-#define OPTIONS_MAX_IDS 32
+#define OPTIONS_MAX_IDS 40
 #define OPTIONS_SET_ON_CLI UINT_MAX
 
 struct options {

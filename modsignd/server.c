@@ -20,6 +20,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "admission.h"
 #include "log.h"
 #include "metrics.h"
 #include "proto.h"
@@ -47,12 +48,6 @@ struct listener {
 	unsigned n_handshakes;
 };
 
-/* Who a handshake budget is counted against: an IPv4 address, or an
- * IPv6 /64 (one host usually holds the whole prefix), as 16 bytes. */
-struct source {
-	uint8_t addr[16];
-};
-
 struct conn {
 	enum watch_kind kind;
 	struct conn *prev, *next;
@@ -60,10 +55,13 @@ struct conn {
 	SSL *ssl; /* NULL on UNIX sockets */
 	bool handshaking; /* then linked in listener->hs_first..hs_last */
 	bool held;         /* counted in server->n_held */
-	bool tls_admitted; /* counted in server->n_tls */
+	bool tls_admitted; /* counted in server->n_tls and in server->adm */
+	/* A handshake that has sent its first bytes took a token of its
+	 * source's (admission.h); one that found none waits, unread. */
+	bool charged, deferred;
 	struct listener *listener;
 	struct conn *hs_prev, *hs_next;
-	struct source source;
+	struct admission_source source;
 	uint32_t ssl_want; /* EPOLLIN/EPOLLOUT the last blocked TLS call needs */
 	struct peer peer;
 	uint8_t *in;
@@ -84,7 +82,8 @@ struct conn {
 /* Unauthenticated TLS peers dropped, by cause: counted, and summed up in
  * the log at most once a minute, so that a flood does not flood the log. */
 struct drop_counts {
-	uint64_t source_budget, listener_budget, handshake_timeout;
+	uint64_t listener_budget, handshake_timeout;
+	uint64_t deferred; /* not dropped: handshakes made to wait for a token */
 };
 
 struct server {
@@ -113,6 +112,8 @@ struct server {
 	 * still out (--max-connections); and of those, TLS peers still open. */
 	unsigned n_held, n_tls;
 	unsigned n_dead; /* closed, waiting for reap_conns() */
+	unsigned n_deferred; /* handshakes waiting for a token */
+	struct admission *adm; /* per-source and per-identity limits */
 	struct drop_counts dropped, dropped_logged;
 	uint64_t drop_log_ms;
 	unsigned inflight;
@@ -172,6 +173,12 @@ static void handshake_leave(struct server *s, struct conn *c)
 	if (!c->handshaking)
 		return;
 	c->handshaking = false;
+	if (c->deferred) {
+		c->deferred = false;
+		s->n_deferred--;
+	}
+	if (c->charged)
+		admission_end_handshake(s->adm, &c->source);
 	if (c->hs_prev)
 		c->hs_prev->hs_next = c->hs_next;
 	else
@@ -214,6 +221,7 @@ static void conn_close(struct server *s, struct conn *c)
 		if (c->tls_admitted) {
 			c->tls_admitted = false;
 			s->n_tls--;
+			admission_leave(s->adm, &c->source, c->peer.identity);
 		}
 		if (shutdown)
 			SSL_shutdown(c->ssl); /* best effort, non-blocking */
@@ -377,7 +385,7 @@ static unsigned conn_window(const struct server *s)
 
 static bool conn_wants_input(const struct server *s, const struct conn *c)
 {
-	return !s->stopping && !c->eof && !c->closing &&
+	return !s->stopping && !c->eof && !c->closing && !c->deferred &&
 	       c->inflight < conn_window(s) && c->out_len < SERVER_OUT_HIGH;
 }
 
@@ -702,6 +710,14 @@ static void handshake_done(struct server *s, struct conn *c)
 		c->closing = true;
 		return;
 	}
+	if (admission_admit(s->adm, &c->source, c->peer.identity, now_ms(), why,
+			    sizeof(why)) < 0) {
+		log_notice("%s: refused: %s", c->peer.desc, why);
+		metrics_tls(s->metrics, METRICS_TLS_CAPPED);
+		conn_reply_error(c, 0, why);
+		c->closing = true;
+		return;
+	}
 	conn_hold(s, c);
 	c->tls_admitted = true;
 	s->n_tls++;
@@ -741,6 +757,49 @@ static void conn_handshake(struct server *s, struct conn *c)
 	conn_close(s, c);
 }
 
+/*
+ * A handshake's first bytes are here: it goes on if its source has fewer
+ * than --max-handshakes-per-source key exchanges in progress and a token
+ * (admission.h); else it waits, unread, until both are there
+ * (resume_deferred()), so that replayed ClientHellos from one address
+ * cost the daemon at most --handshake-rate key exchanges a second and a
+ * builder behind that address is slowed, not refused.  True if it may go
+ * on.
+ */
+static bool handshake_charge(struct server *s, struct conn *c)
+{
+	if (admission_start_handshake(s->adm, &c->source, now_ms())) {
+		c->charged = true;
+		return true;
+	}
+	if (!c->deferred) {
+		c->deferred = true;
+		s->n_deferred++;
+		s->dropped.deferred++;
+		metrics_tls(s->metrics, METRICS_TLS_DEFERRED);
+		conn_update(s, c); /* no EPOLLIN until resumed */
+	}
+	return false;
+}
+
+/* Handshakes that waited, in the order they came, go on when their
+ * source has a token and a key-exchange place again; the others wait on. */
+static void resume_deferred(struct server *s)
+{
+	for (size_t i = 0; i < s->n_listeners && s->n_deferred > 0; i++) {
+		struct conn *c, *next;
+
+		for (c = s->listeners[i].hs_first; c; c = next) {
+			next = c->hs_next;
+			if (!c->deferred || !handshake_charge(s, c))
+				continue;
+			c->deferred = false;
+			s->n_deferred--;
+			conn_handshake(s, c);
+		}
+	}
+}
+
 /* TLS may hold decrypted bytes the socket no longer signals: read them
  * once there is room again. */
 static void conn_drain_tls(struct server *s, struct conn *c)
@@ -754,6 +813,12 @@ static void conn_event(struct server *s, struct conn *c, uint32_t events)
 {
 	if (c->fd < 0)
 		return; /* closed earlier in this batch of events */
+	if (c->deferred && events & (EPOLLHUP | EPOLLERR)) {
+		conn_close(s, c); /* reported even unasked: gone while it waited */
+		return;
+	}
+	if (c->handshaking && !c->charged && !handshake_charge(s, c))
+		return;
 	if (c->handshaking)
 		conn_handshake(s, c);
 	else if (events & EPOLLIN || (c->ssl_want & events))
@@ -812,69 +877,64 @@ static void peer_from_address(int fd, struct peer *ret)
 	snprintf(ret->desc, sizeof(ret->desc), "%s:%s", host, port);
 }
 
-static void source_of(const struct sockaddr_storage *sa, struct source *ret)
-{
-	memset(ret, 0, sizeof(*ret));
-	if (sa->ss_family == AF_INET) {
-		memcpy(ret->addr, &((const struct sockaddr_in *)sa)->sin_addr, 4);
-	} else if (sa->ss_family == AF_INET6) {
-		const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-
-		if (IN6_IS_ADDR_V4MAPPED(a))
-			memcpy(ret->addr, &a->s6_addr[12], 4);
-		else
-			memcpy(ret->addr, a->s6_addr, 8); /* the /64 */
-		ret->addr[15] = 6; /* never equal to an IPv4 source */
-	}
-}
-
-static bool source_eq(const struct source *a, const struct source *b)
-{
-	return memcmp(a->addr, b->addr, sizeof(a->addr)) == 0;
-}
-
-static unsigned handshakes_from(const struct listener *l, const struct source *src)
+static unsigned handshakes_from(const struct listener *l, const struct admission_source *src)
 {
 	unsigned n = 0;
 
 	for (const struct conn *c = l->hs_first; c; c = c->hs_next)
-		n += source_eq(&c->source, src);
+		n += admission_source_eq(&c->source, src);
 	return n;
 }
 
-/* The handshake to drop when a listener's budget is full: the oldest of
- * the source that holds most, so that a flood from some addresses evicts
- * itself rather than the one peer of another.  O(n^2) in the budget,
- * which is small; only reached when it is exhausted. */
-static struct conn *handshake_victim(const struct listener *l)
+/* Whether nothing has arrived on @fd yet.  A socket the loop has not read
+ * is not silent if its peer's ClientHello waits in it: a builder whose
+ * first flight came while the loop was busy looks, to OpenSSL, like a
+ * socket that sent nothing (SSL_in_before()), and was dropped as one
+ * (attack-review: same-source-silent-sockets-*). */
+static bool fd_silent(int fd)
 {
-	struct conn *victim = NULL;
+	char b;
+	ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+static bool conn_silent(const struct conn *c)
+{
+	return !c->charged && SSL_in_before(c->ssl) && fd_silent(c->fd);
+}
+
+/* The source holding most handshakes at @l. O(n^2) in the budget, which
+ * is small; only reached when it is exhausted. */
+static const struct admission_source *busiest_source(const struct listener *l)
+{
+	const struct admission_source *src = NULL;
 	unsigned most = 0;
 
-	for (struct conn *c = l->hs_first; c; c = c->hs_next) {
+	for (const struct conn *c = l->hs_first; c; c = c->hs_next) {
 		unsigned n = handshakes_from(l, &c->source);
 
 		if (n > most) {
 			most = n;
-			victim = c;
+			src = &c->source;
 		}
 	}
-	return victim;
+	return src;
 }
 
-/* The handshake from @src to drop: its oldest that has not sent a byte of
- * handshake yet, or else its oldest (the list is in order of arrival).  A
- * client sends its ClientHello as it connects; a silent socket is the
- * cheapest thing to hold, and would otherwise, reopened as it is dropped,
- * push a real client's handshake out. */
-static struct conn *oldest_from(const struct listener *l, const struct source *src)
+/* The oldest handshake from @src that has not sent a byte
+ * (conn_silent()), or else its oldest.  A client sends its ClientHello as
+ * it connects; a silent socket is the cheapest thing to hold, and would
+ * otherwise, reopened as it is dropped, push a real client's handshake
+ * out. */
+static struct conn *oldest_from(const struct listener *l, const struct admission_source *src)
 {
 	struct conn *oldest = NULL;
 
 	for (struct conn *c = l->hs_first; c; c = c->hs_next) {
-		if (!source_eq(&c->source, src))
+		if (!admission_source_eq(&c->source, src))
 			continue;
-		if (SSL_in_before(c->ssl))
+		if (conn_silent(c))
 			return c;
 		if (!oldest)
 			oldest = c;
@@ -883,31 +943,30 @@ static struct conn *oldest_from(const struct listener *l, const struct source *s
 }
 
 /*
- * Make room for a handshake from @src.  A source over its share loses one
- * of its own (oldest_from()), not the newcomer: refusing newcomers let 32
- * silent sockets, reopened as they time out, lock out every client behind
- * the same address (a NAT, a /64, localhost).  An unauthenticated peer costs a debug line and a counter, no
- * more: it can open connections faster than a log should grow.
+ * Make room for a handshake: a full listener drops the oldest silent
+ * handshake (else the oldest) of the source holding most, so that a flood
+ * from some addresses evicts itself rather than the one peer of another.
+ * A source's own share (--max-handshakes-per-source) is not checked here
+ * but when its handshakes speak (handshake_charge()): a silent socket
+ * costs an fd and no cryptography, and dropping them at a source's share
+ * let 40 silent sockets, reopened as they were dropped, push out a
+ * builder behind the same address (a NAT, a /64, localhost) that had
+ * connected and not yet sent its ClientHello: dropping the newcomer
+ * instead had locked every such builder out.  An unauthenticated peer
+ * costs a debug line and a counter, no more: it can open connections
+ * faster than a log should grow.
  */
-static void handshake_budget(struct server *s, struct listener *l,
-			     const struct source *src)
+static void handshake_budget(struct server *s, struct listener *l)
 {
 	struct conn *victim;
 
-	if (handshakes_from(l, src) >= s->cfg.max_handshakes_per_source) {
-		victim = oldest_from(l, src);
-		log_debug("%s: closed: %u TLS handshakes from this source in progress",
-			  victim->peer.desc, s->cfg.max_handshakes_per_source);
-		s->dropped.source_budget++;
-		conn_close(s, victim);
-		return;
-	}
 	if (l->n_handshakes < s->cfg.max_handshakes)
 		return;
-	victim = handshake_victim(l);
+	victim = oldest_from(l, busiest_source(l));
 	log_debug("%s: closed: %u TLS handshakes in progress, making room",
 		  victim->peer.desc, s->cfg.max_handshakes);
 	s->dropped.listener_budget++;
+	metrics_tls(s->metrics, METRICS_TLS_DROPPED);
 	conn_close(s, victim);
 }
 
@@ -928,12 +987,12 @@ static int conn_start_tls(struct server *s, struct listener *l, struct conn *c)
  */
 static int admit(struct server *s, struct listener *l, int fd,
 		 const struct sockaddr_storage *sa, struct peer *peer,
-		 struct source *src)
+		 struct admission_source *src)
 {
 	if (l->tls) {
 		peer_from_address(fd, peer);
-		source_of(sa, src);
-		handshake_budget(s, l, src);
+		admission_source_of(sa, src);
+		handshake_budget(s, l);
 		return 0;
 	}
 	if (admit_unix(s, fd, peer) < 0)
@@ -951,7 +1010,7 @@ static void accept_one(struct server *s, struct listener *l)
 {
 	struct sockaddr_storage sa;
 	socklen_t sa_len = sizeof(sa);
-	struct source src = { 0 };
+	struct admission_source src = { 0 };
 	struct conn *c;
 	struct peer peer;
 	int fd;
@@ -1375,15 +1434,16 @@ static void log_drops(struct server *s, uint64_t now)
 
 	if (now - s->drop_log_ms < 60000 || memcmp(d, was, sizeof(*d)) == 0)
 		return;
-	log_notice("dropped unauthenticated TLS peers: %llu over the per-source "
-		   "handshake budget (%u), %llu over the listener's (%u), %llu "
-		   "handshake timeouts (%u s)",
-		   (unsigned long long)(d->source_budget - was->source_budget),
-		   s->cfg.max_handshakes_per_source,
+	log_notice("dropped unauthenticated TLS peers: %llu over the listener's "
+		   "handshake budget (%u), %llu handshake timeouts (%u s); %llu "
+		   "handshakes made to wait for their source's rate (%u/s) or "
+		   "share (%u)",
 		   (unsigned long long)(d->listener_budget - was->listener_budget),
 		   s->cfg.max_handshakes,
 		   (unsigned long long)(d->handshake_timeout - was->handshake_timeout),
-		   s->cfg.handshake_timeout);
+		   s->cfg.handshake_timeout,
+		   (unsigned long long)(d->deferred - was->deferred), s->cfg.handshake_rate,
+		   s->cfg.max_handshakes_per_source);
 	*was = *d;
 	s->drop_log_ms = now;
 }
@@ -1402,6 +1462,7 @@ static void sweep_timeouts(struct server *s)
 		if (c->handshaking) {
 			log_debug("%s: timed out with %s pending", c->peer.desc, what);
 			s->dropped.handshake_timeout++;
+			metrics_tls(s->metrics, METRICS_TLS_TIMED_OUT);
 		} else if (c->in_len == 0 && c->out_len == 0) {
 			log_debug("%s: idle for %u s, closing", c->peer.desc,
 				  s->cfg.idle_timeout);
@@ -1459,6 +1520,16 @@ static void write_metrics(struct server *s, bool now)
 		log_warning("metrics file %s: %s", s->cfg.metrics_file, strerror(-r));
 }
 
+/* How long the loop may sleep: a tick, less while a group commit waits,
+ * or while handshakes wait for a token (one comes every 1000/rate ms). */
+static int loop_timeout(const struct server *s, int tick)
+{
+	int t = group_waiting(s) ? (int)SERVER_GROUP_WAIT_MS : tick;
+	int token_ms = (int)(1000 / s->cfg.handshake_rate) ?: 1;
+
+	return s->n_deferred > 0 && token_ms < t ? token_ms : t;
+}
+
 int server_run(struct server *s)
 {
 	struct epoll_event evs[64];
@@ -1470,8 +1541,7 @@ int server_run(struct server *s)
 	notify_status(s);
 	write_metrics(s, true);
 	for (;;) {
-		int n = epoll_wait(s->epfd, evs, ELEMENTSOF(evs),
-				   group_waiting(s) ? (int)SERVER_GROUP_WAIT_MS : tick);
+		int n = epoll_wait(s->epfd, evs, ELEMENTSOF(evs), loop_timeout(s, tick));
 
 		if (n < 0 && errno != EINTR)
 			return log_error_errno(-errno, "epoll_wait: %m");
@@ -1479,6 +1549,8 @@ int server_run(struct server *s)
 			dispatch(s, &evs[i]);
 		if (group_waiting(s))
 			drain_workq(s); /* a held group whose wait is over */
+		if (s->n_deferred > 0)
+			resume_deferred(s);
 		reap_conns(s);
 		if (now_ms() - last_tick >= (uint64_t)tick) {
 			sweep_timeouts(s);
@@ -1564,6 +1636,18 @@ int server_new(const struct server_config *cfg, struct keystore *keys,
 	s->audit = audit;
 	s->wq_fd = s->sig_fd = s->syncer_fd = -1;
 	s->metrics = cfg->metrics;
+	r = admission_new(&(struct admission_config){
+				  .rate = cfg->handshake_rate, .burst = cfg->handshake_burst,
+				  .key_exchanges = cfg->max_handshakes_per_source,
+				  .handshakes = cfg->max_handshakes * SERVER_MAX_LISTENERS,
+				  .per_source = cfg->max_conns_per_source,
+				  .per_identity = cfg->max_conns_per_identity,
+				  .tls_slots = cfg->max_conns - SERVER_UNIX_RESERVE(cfg->max_conns) },
+			  &s->adm);
+	if (r < 0) {
+		free(s);
+		return r;
+	}
 	if (sd_watchdog_enabled(0, &s->watchdog_usec) <= 0)
 		s->watchdog_usec = 0;
 	s->epfd = epoll_create1(EPOLL_CLOEXEC);
@@ -1760,5 +1844,6 @@ void server_free(struct server *s)
 		close(s->sig_fd);
 	if (s->epfd >= 0)
 		close(s->epfd);
+	admission_free(s->adm);
 	free(s);
 }

@@ -21,9 +21,12 @@
  * TLS peers are unauthenticated until their handshake ends, so they do
  * not take connection slots while it runs: each TLS listener has its own
  * budget of handshakes in progress, and one source address (an IPv4
- * address, an IPv6 /64) only part of it.  A peer over its source's share
- * is closed at once; a full listener drops the oldest handshake of the
- * source holding most.  Authenticated TLS peers may then take all
+ * address, an IPv6 /64) only part of it.  A source over its share loses
+ * its own oldest silent socket (one without a byte sent: server.c,
+ * conn_silent()); a full listener drops the oldest handshake of the
+ * source holding most.  A handshake's key exchange waits for a token of
+ * its source's, and the connections an identity or a source may hold are
+ * capped (admission.h).  Authenticated TLS peers may then take all
  * connection slots but a quarter (SERVER_UNIX_RESERVE), kept for local
  * clients.
  */
@@ -68,8 +71,13 @@ struct server_config {
 	unsigned workers;
 	unsigned max_conns;
 	unsigned max_handshakes;            /* per TLS listener */
-	unsigned max_handshakes_per_source; /* per listener and source */
+	unsigned max_handshakes_per_source; /* key exchanges per source */
 	unsigned handshake_timeout;         /* seconds */
+	/* Per source: new handshakes a second and at once; admitted
+	 * connections per source and per identity (0: the default):
+	 * admission.h. */
+	unsigned handshake_rate, handshake_burst;
+	unsigned max_conns_per_source, max_conns_per_identity;
 	unsigned idle_timeout;              /* seconds */
 	mode_t socket_mode;
 	SSL_CTX *tls; /* NULL: no TLS listeners allowed */

@@ -10,6 +10,7 @@
 #include "keyfile.h"
 #include "keys.h"
 #include "tls.h"
+#include "tlsgroups.h"
 #include "util.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY *, EVP_PKEY_free)
@@ -81,6 +82,12 @@ int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, char *why, size_t w
 	/* No resumption: every connection proves its certificate afresh. */
 	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
 	SSL_CTX_set_num_tickets(ctx, 0);
+	/* Cheap key exchanges only: a peer picks the group, and pays nothing
+	 * for the daemon's CPU (lib/tlsgroups.h). */
+	if ((r = tlsgroups_set(ctx)) < 0) {
+		snprintf(why, why_size, "TLS: none of the groups %s available", TLSGROUPS_LIST);
+		goto fail;
+	}
 	SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
 				      SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
 				      SSL_MODE_RELEASE_BUFFERS);

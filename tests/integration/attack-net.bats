@@ -56,8 +56,8 @@ tls() { # CERT-NAME CLIENT-ARGS...: the client over TLS to $PORT
 # connections from each of SOURCES (comma-separated local addresses) open,
 # sending nothing, and reopen each one the daemon closes.  DIR/ready
 # appears once the daemon has closed 20 of them (it is saturated: the
-# baseline refuses at its connection limit, the fix drops over-budget
-# handshakes), DIR/closed-500 once it has closed 500; on DIR/stop, writes
+# baseline refuses at its connection limit, the fix drops handshakes over
+# the listener's budget, or silent ones at the handshake timeout), DIR/closed-500 once it has closed 500; on DIR/stop, writes
 # DIR/result: closes=N plaintext=N where plaintext counts closed
 # connections that received bytes that are not a TLS record (content
 # types 20..23).
@@ -192,7 +192,9 @@ MANY=$(seq -s, -f '127.0.0.%g' 2 11)
 }
 
 # ---- one source's flood does not block another ------------------------------
-# 80 from one address: over its budget (32), under the listener's (128).
+# 80 silent sockets from one address: over its share of key exchanges (32),
+# which they do not count against (they sent nothing), under the
+# listener's budget (128); they are closed at the handshake timeout.
 
 @test "per-source-other-address-signs" {
 	flooded flood 127.0.0.2 80
@@ -469,5 +471,204 @@ gone() { ! kill -0 "$DAEMON_PID" 2>/dev/null; }
 	assert_success
 	kill "$DAEMON_PID"
 	run eventually 5 gone
+	assert_success
+}
+
+# ---- key exchange: cheap groups only (issue 28, point 1) --------------------
+# hello GROUP: a handshake as builder-1 offering GROUP only, under run.
+hello() {
+	run timeout 20 openssl s_client -connect "127.0.0.1:$PORT" -groups "$1" \
+		-cert builder-1.crt -key builder-1.key -CAfile farm-ca.crt </dev/null
+}
+
+@test "groups-ffdhe-hellos-refused" {
+	# A recorded ClientHello asking for ffdhe8192 cost the daemon 134.6 ms
+	# of CPU each: no finite-field group is taken at all.
+	tls_daemon d
+	for g in ffdhe8192 ffdhe2048 P-521; do
+		hello "$g"
+		assert_failure
+		assert_output --partial "handshake failure"
+	done
+}
+
+@test "groups-twin-x25519-p256-p384-taken" {
+	tls_daemon d
+	for g in X25519 P-256 P-384; do
+		hello "$g"
+		assert_success
+		assert_output --regexp "Server Temp Key: (X25519|ECDH)"
+	done
+}
+
+@test "groups-client-offers-no-ffdhe" {
+	# A server that takes only ffdhe2048 finds no group in common with
+	# the client: it never agrees to the costly exchange either.
+	PORT=$(free_port)
+	openssl s_server -accept "127.0.0.1:$PORT" -groups ffdhe2048 -cert signing-host.crt \
+		-key signing-host.key -Verify 1 -CAfile farm-ca.crt -naccept 1 -brief \
+		>s_server.log 2>&1 3>&- &
+	BG_PIDS+=($!)
+	run eventually 10 bash -c "ss -Hltn \"sport = :$PORT\" | grep -q ."
+	assert_success
+	run timeout 20 "$C" --server "tls:localhost:$PORT" --tls-ca farm-ca.crt \
+		--tls-cert builder-1.crt --tls-key builder-1.key status
+	assert_failure
+	run cat s_server.log
+	assert_output --partial "no suitable key share"
+}
+
+# ---- connections per identity and per source (issue 28, point 4) -----------
+# hold_tls DIR SOURCE CERT:N...: from local address SOURCE, N TLS
+# connections as CERT (then the next CERT:N), one after another, each asking
+# for status and kept open; DIR/lines says for each "ok" or "tls-refused
+# MSG" (an error frame inside TLS) or "failed"; then DIR/ready, and it
+# holds them until DIR/stop.
+hold_tls() {
+	exec python3 - "$@" <<'PY'
+import json, os, socket, ssl, struct, sys, time
+d, src, port = sys.argv[1], sys.argv[2], int(os.environ["PORT"])
+req = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
+held, out = [], open(d + "/lines", "w")
+def one(ctx):
+    try:
+        raw = socket.socket(); raw.bind((src, 0)); raw.connect(("127.0.0.1", port))
+        raw.settimeout(10)
+        s = ctx.wrap_socket(raw, server_hostname="localhost")
+        s.sendall(struct.pack(">I", len(req)) + req)
+        buf = b""
+        while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
+            b = s.recv(65536)
+            if not b: return "failed: closed"
+            buf += b
+        held.append(s)
+        r = json.loads(buf[4:])
+        return "ok" if r.get("ok") else "tls-refused " + str(r.get("error"))
+    except Exception as e:
+        return "failed: %s" % e
+for spec in sys.argv[3:]:
+    name, n = spec.split(":")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.load_verify_locations("farm-ca.crt")
+    ctx.load_cert_chain(name + ".crt", name + ".key")
+    for _ in range(int(n)):
+        out.write(one(ctx) + "\n"); out.flush()
+open(d + "/ready", "w").close()
+while not os.path.exists(d + "/stop"): time.sleep(0.05)
+PY
+}
+
+# capped SOURCE CERT:N... [-- DAEMON-ARGS...]: a daemon "cap" with
+# --max-connections 16 (12 TLS slots; by default 9 per identity and 9 per
+# source), builder-1 and builder-2 allowed, and hold_tls from SOURCE.
+capped() {
+	local src=$1 specs=()
+	shift
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do specs+=("$1"); shift; done
+	[ $# -eq 0 ] || shift
+	issue builder-2 farm-ca
+	export PORT
+	tls_daemon cap --max-connections 16 --allow cn:builder-2 "$@"
+	mkdir -p cap
+	hold_tls cap "$src" "${specs[@]}" 2>cap/err 3>&- &
+	BG_PIDS+=($!)
+	run eventually 60 test -e cap/ready
+	assert_success
+}
+count_lines() { grep -cx "$1" cap/lines || true; }
+
+@test "per-identity-cap-refused-over-tls" {
+	# One builder tries to hold all 12 TLS slots from 127.0.0.2.
+	mkdir -m 0700 m
+	capped 127.0.0.2 builder-1:12 -- --metrics-file "$T/m/d.prom"
+	assert_equal "$(count_lines ok)" 9
+	assert_equal "$(sed -n 10p cap/lines)" \
+		"tls-refused too many connections for cn:builder-1 (9), try again later"
+	# per-identity-cap-refusals-counted: the 10th to 12th
+	run eventually 15 grep -qx "modsignd_tls_connections_capped_total 3" m/d.prom
+	assert_success
+	# per-identity-cap-other-builder-signs: another builder, elsewhere
+	fresh b2.ko
+	run "$C" --server "tls:localhost:$PORT" --tls-ca farm-ca.crt \
+		--tls-cert builder-2.crt --tls-key builder-2.key sign b2.ko
+	assert_success
+}
+
+@test "per-source-cap-refused-over-tls" {
+	# Two builders from one address, 5 connections each: 9 for the address.
+	capped 127.0.0.2 builder-1:5 builder-2:5
+	assert_equal "$(count_lines ok)" 9
+	assert_equal "$(sed -n 10p cap/lines)" \
+		"tls-refused too many connections from this address (9), try again later"
+}
+
+# Twin: under both caps, the same builder from another address still signs.
+@test "per-source-cap-twin-other-address-signs" {
+	capped 127.0.0.2 builder-1:5 builder-2:4
+	assert_equal "$(count_lines ok)" 9
+	fresh b1.ko
+	run tls builder-1 sign b1.ko
+	assert_success
+}
+
+# ---- the rate of new handshakes per source (issue 28, point 1) ---------------
+# hellos N: N ClientHellos from 127.0.0.2, each on its own connection, sent
+# at once; then a handshake as builder-1 from 127.0.0.1, which the daemon
+# reads after them (it reads in order of arrival), so that it has by then
+# answered or held back each of the N.  Prints "answered=K" (those whose
+# ServerHello came), then waits up to 60 s for the rest and prints
+# "in the end answered=K".
+hellos() {
+	python3 - "$PORT" "$1" <<'PY'
+import json, select, socket, ssl, struct, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.load_verify_locations("farm-ca.crt")
+ctx.load_cert_chain("builder-1.crt", "builder-1.key")
+flood = []
+for _ in range(n):
+    inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = ctx.wrap_bio(inc, outg, server_hostname="localhost")
+    try: obj.do_handshake()
+    except ssl.SSLWantReadError: pass
+    s = socket.socket(); s.bind(("127.0.0.2", 0)); s.connect(("127.0.0.1", port))
+    s.sendall(outg.read()); flood.append(s)
+b = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=30),
+                    server_hostname="localhost")
+req = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
+b.sendall(struct.pack(">I", len(req)) + req); b.recv(65536)
+def answered():
+    r, _, _ = select.select(flood, [], [], 0)
+    return len(r)
+print("answered=%d" % answered(), flush=True)
+end = time.time() + 60
+while answered() < n and time.time() < end: time.sleep(0.1)
+print("in the end answered=%d" % answered())
+PY
+}
+
+@test "handshake-rate-replayed-hellos-wait" {
+	# Two key exchanges a second from one address, five at once: 20
+	# hellos at once are answered 5 at first, the rest as tokens come.
+	mkdir -m 0700 m
+	tls_daemon d --handshake-rate 2 --handshake-burst 5 --metrics-file "$T/m/d.prom"
+	run hellos 20
+	echo "$output"
+	n=$(sed -n 's/^answered=//p' <<<"$output")
+	[ "$n" -ge 5 ] && [ "$n" -lt 20 ]
+	# handshake-rate-deferred-not-refused: each is answered in the end
+	assert_line "in the end answered=20"
+	# handshake-rate-deferred-counted (at least the 20 - n held back)
+	run eventually 15 awk -v n=$((20 - n)) \
+		'$1 == "modsignd_tls_handshakes_deferred_total" && $2 >= n { f = 1 } END { exit !f }' m/d.prom
+	assert_success
+}
+
+# Twin: the rate is the address's; a builder elsewhere signs at once.
+@test "handshake-rate-twin-other-address-signs" {
+	tls_daemon d --handshake-rate 2 --handshake-burst 5
+	run hellos 20
+	fresh r.ko
+	run tls builder-1 sign r.ko
 	assert_success
 }

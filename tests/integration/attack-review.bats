@@ -73,6 +73,136 @@ PY
 	assert_success
 }
 
+# unread_hello ORDER: with the daemon stopped (SIGSTOP), builder-1 connects
+# and sends its ClientHello, and a silent socket from the same address
+# connects after it (ORDER silent-after) or before it (silent-first); the
+# daemon goes on (SIGCONT) and the builder finishes its handshake and asks
+# for status.  Prints "ok", "refused MSG" or "failed: WHY".  The stop
+# makes the daemon find the builder's ClientHello waiting unread when the
+# silent socket pushes its source over its share, whatever the machine's
+# speed: the race that made same-source-silent-sockets-do-not-lock-out
+# fail on a loaded machine, made certain.
+unread_hello() {
+	python3 - "$PORT" "$DAEMON_PID" "$1" <<'PY'
+import json, os, signal, socket, ssl, struct, sys
+port, pid, order = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.load_verify_locations("farm-ca.crt")
+ctx.load_cert_chain("builder-1.crt", "builder-1.key")
+inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
+obj = ctx.wrap_bio(inc, outg, server_hostname="localhost")
+silent = []
+os.kill(pid, signal.SIGSTOP)
+try:
+    if order == "silent-first":
+        silent.append(socket.create_connection(("127.0.0.1", port)))
+    raw = socket.create_connection(("127.0.0.1", port))
+    try: obj.do_handshake()
+    except ssl.SSLWantReadError: pass
+    raw.sendall(outg.read())
+    if order == "silent-after":
+        silent.append(socket.create_connection(("127.0.0.1", port)))
+finally:
+    os.kill(pid, signal.SIGCONT)
+raw.settimeout(10)
+def pump():
+    if outg.pending: raw.sendall(outg.read())
+    b = raw.recv(65536)
+    if not b: inc.write_eof()
+    else: inc.write(b)
+    return b
+try:
+    while True:
+        try: obj.do_handshake(); break
+        except ssl.SSLWantReadError:
+            if not pump(): raise
+    req = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
+    obj.write(struct.pack(">I", len(req)) + req); raw.sendall(outg.read())
+    buf = b""
+    while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
+        try: buf += obj.read(65536)
+        except ssl.SSLWantReadError:
+            if not pump(): raise
+    r = json.loads(buf[4:])
+    print("ok" if r.get("ok") else "refused " + str(r.get("error")))
+except Exception as e:
+    print("failed: %s" % e)
+PY
+}
+
+@test "same-source-unread-hello-not-taken-for-silent" {
+	# A share of one handshake per source: the silent socket that comes
+	# after the builder must go, not the builder whose hello is unread.
+	tls_pki
+	tls_daemon --max-handshakes-per-source 1
+	for i in 1 2 3; do
+		run unread_hello silent-after
+		assert_output "ok"
+	done
+}
+
+@test "same-source-twin-older-silent-socket-dropped" {
+	tls_pki
+	tls_daemon --max-handshakes-per-source 1
+	run unread_hello silent-first
+	assert_output "ok"
+}
+
+# late_hello N: builder-1 connects from 127.0.0.1 and stays silent while
+# N more silent sockets from the same address connect, then sends its
+# ClientHello and asks for status; prints what unread_hello prints.  A
+# handshake from 127.0.0.2 made in between shows the daemon has accepted
+# the N sockets (it accepts in order), so that what it did with them is
+# done, however fast the machine: a builder that is slow to send its
+# first flight after connecting (descheduled on a loaded machine) is the
+# oldest silent socket of its address.
+late_hello() {
+	python3 - "$PORT" "$1" <<'PY'
+import json, socket, ssl, struct, sys
+port, n = int(sys.argv[1]), int(sys.argv[2])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.load_verify_locations("farm-ca.crt")
+ctx.load_cert_chain("builder-1.crt", "builder-1.key")
+def status(raw):
+    raw.settimeout(10)
+    s = ctx.wrap_socket(raw, server_hostname="localhost")
+    req = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
+    s.sendall(struct.pack(">I", len(req)) + req)
+    buf = b""
+    while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
+        b = s.recv(65536)
+        if not b: raise EOFError("connection closed")
+        buf += b
+    r = json.loads(buf[4:])
+    return "ok" if r.get("ok") else "refused " + str(r.get("error"))
+builder = socket.create_connection(("127.0.0.1", port))
+silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
+other = socket.socket(); other.bind(("127.0.0.2", 0)); other.connect(("127.0.0.1", port))
+status(other)
+try:
+    print(status(builder))
+except Exception as e:
+    print("failed: %s" % e)
+PY
+}
+
+@test "same-source-builder-silent-after-connect-not-dropped" {
+	# 40 silent sockets after it from its own address (over the share of
+	# 32): the builder, silent for a moment after connecting, is the
+	# oldest of them.
+	tls_pki
+	tls_daemon
+	run late_hello 40
+	assert_output "ok"
+}
+
+@test "same-source-twin-under-the-share-signs" {
+	tls_pki
+	tls_daemon
+	run late_hello 20
+	assert_output "ok"
+}
+
 @test "verified-name-refusal-recorded-past-the-table" {
 	tls_pki
 	tls_daemon --audit-log "$T/audit.jsonl"

@@ -114,7 +114,9 @@ static void test_cli(void)
 		       "--genkey-template", "/t", "--tls-cert", "/tc", "--tls-key", "/tk",
 		       "--tls-client-ca", "/ca", "--max-connections", "10", "--max-handshakes",
 		       "5", "--max-handshakes-per-source", "2", "--handshake-timeout", "3",
-		       "--idle-timeout", "4"), 0);
+		       "--idle-timeout", "4", "--handshake-rate", "6", "--handshake-burst", "7",
+		       "--max-connections-per-source", "8", "--max-connections-per-identity", "9"),
+		 0);
 	CHECK("every value applied",
 	      o.n_listen == 1 && o.n_allow == 1 && o.n_certs == 1 &&
 		      strcmp(o.pin_file, "/p") == 0 && strcmp(o.pkcs11_module, "/m.so") == 0 &&
@@ -124,7 +126,9 @@ static void test_cli(void)
 		      strcmp(o.tls.key, "/tk") == 0 && strcmp(o.tls.client_ca, "/ca") == 0 &&
 		      o.server.max_conns == 10 && o.server.max_handshakes == 5 &&
 		      o.server.max_handshakes_per_source == 2 &&
-		      o.server.handshake_timeout == 3 && o.server.idle_timeout == 4);
+		      o.server.handshake_timeout == 3 && o.server.idle_timeout == 4 &&
+		      o.server.handshake_rate == 6 && o.server.handshake_burst == 7 &&
+		      o.server.max_conns_per_source == 8 && o.server.max_conns_per_identity == 9);
 
 	refused("no --key", PARSE("--workers", "2"), -EINVAL,
 		"modsignd: no keys: give at least one --key\n");
@@ -202,6 +206,11 @@ static void test_numbers(void)
 		{ "--max-handshakes", "65537", false, "max-handshakes: '65537' is not" },
 		{ "--max-handshakes-per-source", "65536", true, NULL },
 		{ "--max-handshakes-per-source", "0", false, "max-handshakes-per-source: '0' is not" },
+		{ "--handshake-rate", "100000", true, NULL },
+		{ "--handshake-rate", "0", false, "handshake-rate: '0' is not a number from 1 to 100000" },
+		{ "--handshake-burst", "100001", false, "handshake-burst: '100001' is not" },
+		{ "--max-connections-per-identity", "0", false, "max-connections-per-identity: '0' is not" },
+		{ "--max-connections-per-source", "65537", false, "max-connections-per-source: '65537' is not" },
 		{ "--handshake-timeout", "3600", true, NULL },
 		{ "--handshake-timeout", "3601", false, "handshake-timeout: '3601' is not a number from 1 to 3600" },
 		{ "--idle-timeout", "86400", true, NULL },

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * modsignd/admission.c, linked as an object: a source's tokens (taken,
+ * refilled with time, never above the burst) and its share of key
+ * exchanges at once, the caps on admitted
+ * connections per identity and per source with their messages and
+ * defaults, and the table recycling the fullest bucket.  Each refusal has
+ * its twin: another source or identity, or the same after time passed or
+ * a connection left.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <string.h>
+
+#include "admission.h"
+#include "unit.h"
+
+static struct admission_source v4(const char *addr)
+{
+	struct sockaddr_storage sa = { .ss_family = AF_INET };
+	struct admission_source src;
+
+	inet_pton(AF_INET, addr, &((struct sockaddr_in *)&sa)->sin_addr);
+	admission_source_of(&sa, &src);
+	return src;
+}
+
+static struct admission_source v6(const char *addr)
+{
+	struct sockaddr_storage sa = { .ss_family = AF_INET6 };
+	struct admission_source src;
+
+	inet_pton(AF_INET6, addr, &((struct sockaddr_in6 *)&sa)->sin6_addr);
+	admission_source_of(&sa, &src);
+	return src;
+}
+
+/* Handshakes @src can start at @now, one after the other, up to @max;
+ * each ended at once (so that only the tokens count). */
+static unsigned take_all(struct admission *a, const struct admission_source *src,
+			 uint64_t now, unsigned max)
+{
+	unsigned n = 0;
+
+	while (n < max && admission_start_handshake(a, src, now)) {
+		admission_end_handshake(a, src);
+		n++;
+	}
+	return n;
+}
+
+static void test_tokens(void)
+{
+	struct admission *a;
+	struct admission_source one = v4("192.0.2.1"), two = v4("192.0.2.2");
+
+	CHECK_EQ("tokens: new", admission_new(&(struct admission_config){
+			 .rate = 10, .burst = 5, .key_exchanges = 32, .tls_slots = 12 }, &a), 0);
+	CHECK_EQ("tokens: a burst at once", take_all(a, &one, 1000, 100), 5);
+	CHECK_EQ("tokens: none left at once", take_all(a, &one, 1000, 100), 0);
+	CHECK_EQ("tokens: twin, another source has its own", take_all(a, &two, 1000, 100), 5);
+	CHECK_EQ("tokens: one back after 100 ms at 10/s", take_all(a, &one, 1100, 100), 1);
+	CHECK_EQ("tokens: not before", take_all(a, &one, 1199, 100), 0);
+	CHECK_EQ("tokens: never above the burst", take_all(a, &one, 100000, 100), 5);
+	admission_free(a);
+}
+
+static void test_share(void)
+{
+	struct admission *a;
+	struct admission_source one = v4("192.0.2.1"), two = v4("192.0.2.2");
+	unsigned n = 0;
+
+	CHECK_EQ("share: new", admission_new(&(struct admission_config){
+			 .rate = 1, .burst = 100, .key_exchanges = 3, .tls_slots = 12 }, &a), 0);
+	while (n < 10 && admission_start_handshake(a, &one, 0))
+		n++;
+	CHECK_EQ("share: 3 key exchanges at once", n, 3);
+	CHECK("share: twin, another source starts", admission_start_handshake(a, &two, 0));
+	admission_end_handshake(a, &one);
+	CHECK("share: twin, one ended, one more starts", admission_start_handshake(a, &one, 0));
+	CHECK("share: and no more", !admission_start_handshake(a, &one, 0));
+	admission_free(a);
+}
+
+static void test_sources(void)
+{
+	CHECK("source: an IPv6 /64 is one",
+	      admission_source_eq(&(struct admission_source){ 0 }, &(struct admission_source){ 0 }) &&
+		      ({ struct admission_source x = v6("2001:db8::1"), y = v6("2001:db8::ffff:2");
+			 admission_source_eq(&x, &y); }));
+	CHECK("source: twin, another /64 is another",
+	      ({ struct admission_source x = v6("2001:db8::1"), y = v6("2001:db8:0:1::1");
+		 !admission_source_eq(&x, &y); }));
+	CHECK("source: a v4-mapped address is its IPv4 one",
+	      ({ struct admission_source x = v6("::ffff:192.0.2.1"), y = v4("192.0.2.1");
+		 admission_source_eq(&x, &y); }));
+}
+
+static void test_caps(void)
+{
+	struct admission *a;
+	struct admission_source one = v4("192.0.2.1"), two = v4("192.0.2.2");
+	char why[128] = "";
+
+	CHECK_EQ("caps: new", admission_new(&(struct admission_config){
+			 .rate = 1, .burst = 1, .key_exchanges = 1, .tls_slots = 12 }, &a), 0);
+	CHECK_EQ("caps: default, 3/4 of 12 per identity", admission_per_identity(a), 9);
+	CHECK_EQ("caps: default, 3/4 of 12 per source", admission_per_source(a), 9);
+	for (int i = 0; i < 9; i++)
+		admission_admit(a, &one, "cn:b1", 0, why, sizeof(why));
+	CHECK_EQ("caps: the 10th of one identity refused",
+		 admission_admit(a, &two, "cn:b1", 0, why, sizeof(why)), -EUSERS);
+	CHECK("caps: the refusal names the identity and cap",
+	      strcmp(why, "too many connections for cn:b1 (9), try again later") == 0);
+	CHECK_EQ("caps: the same source, another identity, refused for the source",
+		 admission_admit(a, &one, "cn:b2", 0, why, sizeof(why)), -EUSERS);
+	CHECK("caps: that refusal names the source's cap",
+	      strcmp(why, "too many connections from this address (9), try again later") == 0);
+	CHECK_EQ("caps: twin, another identity from another source",
+		 admission_admit(a, &two, "cn:b2", 0, why, sizeof(why)), 0);
+	admission_leave(a, &one, "cn:b1");
+	CHECK_EQ("caps: twin, one left, one more admitted",
+		 admission_admit(a, &one, "cn:b1", 0, why, sizeof(why)), 0);
+	admission_free(a);
+	CHECK_EQ("caps: given", admission_new(&(struct admission_config){
+			 .rate = 1, .burst = 1, .per_identity = 2, .per_source = 3,
+			 .tls_slots = 3 }, &a), 0);
+	CHECK("caps: given ones kept",
+	      admission_per_identity(a) == 2 && admission_per_source(a) == 3);
+	admission_free(a);
+	CHECK_EQ("caps: 3 slots", admission_new(&(struct admission_config){
+			 .rate = 1, .burst = 1, .tls_slots = 3 }, &a), 0);
+	CHECK_EQ("caps: default of 3 slots is 3", admission_per_identity(a), 3);
+	admission_free(a);
+}
+
+/* More sources than the table holds: the fullest bucket is forgotten,
+ * never an entry that holds a connection. */
+static void test_recycling(void)
+{
+	struct admission *a;
+	struct admission_source held = v4("198.51.100.1");
+	char why[128];
+	unsigned refused = 0;
+
+	CHECK_EQ("recycling: new", admission_new(&(struct admission_config){
+			 .rate = 1, .burst = 2, .key_exchanges = 1, .per_source = 1,
+			 .tls_slots = 1 }, &a), 0);
+	CHECK_EQ("recycling: one source holds its connection",
+		 admission_admit(a, &held, "cn:h", 0, why, sizeof(why)), 0);
+	for (unsigned i = 0; i < 3000; i++) {
+		struct sockaddr_storage sa = { .ss_family = AF_INET };
+		struct admission_source src;
+
+		((struct sockaddr_in *)&sa)->sin_addr.s_addr = htonl(0x0a000000 + i);
+		admission_source_of(&sa, &src);
+		refused += !admission_start_handshake(a, &src, 5);
+		admission_end_handshake(a, &src);
+	}
+	CHECK_EQ("recycling: each new source has its bucket", refused, 0);
+	CHECK_EQ("recycling: the held source's count kept",
+		 admission_admit(a, &held, "cn:h2", 5, why, sizeof(why)), -EUSERS);
+	admission_free(a);
+}
+
+int main(void)
+{
+	test_tokens();
+	test_share();
+	test_sources();
+	test_caps();
+	test_recycling();
+	return unit_summary("test-admission");
+}
