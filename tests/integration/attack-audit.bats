@@ -421,6 +421,67 @@ PY
 	assert_output 1
 }
 
+# hammer_with_data NAME N: N handshakes with NAME's certificate, each
+# sending, with its Finished, a byte of a request and close_notify in one
+# write, then reading to the end.
+hammer_with_data() {
+	python3 - "$PORT" "$1" "$2" <<'PY'
+import socket, ssl, sys
+port, who, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.load_verify_locations("ca.crt")
+ctx.load_cert_chain(who + ".crt", who + ".key")
+for _ in range(n):
+    i, o = ssl.MemoryBIO(), ssl.MemoryBIO()
+    t = ctx.wrap_bio(i, o, server_hostname="127.0.0.1")
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.settimeout(10)
+        try:
+            while True:
+                try:
+                    t.do_handshake()
+                    break
+                except ssl.SSLWantReadError:
+                    s.sendall(o.read())
+                    d = s.recv(65536)
+                    if not d:
+                        raise OSError("eof")
+                    i.write(d)
+            t.write(b"\0")
+            try:
+                t.unwrap()
+            except ssl.SSLWantReadError:
+                pass
+            s.sendall(o.read())
+            while s.recv(4096): pass
+        except (ssl.SSLError, OSError):
+            pass
+PY
+}
+
+@test "audit-refused-name-with-data-log-bounded" {
+	# A refused name's connection that sends a byte of a request and
+	# close_notify with its Finished: the daemon logged "disconnected
+	# mid-request" for each, while its audit records were bounded.
+	reasons_daemon
+	hammer_with_data revoked 40
+	kill -HUP "$DAEMON_PID"
+	run eventually 10 grep -q '"identity":"cn:revoked".*"summary":true,"count":39,' audit.jsonl
+	assert_success
+	run grep -c 'cn=revoked' "$T/modsignd.log"
+	echo "log lines naming cn=revoked: $output"
+	[ "$output" -le 3 ]
+}
+
+# Twin: a builder the policy names that hangs up mid-request is still
+# logged, each time.
+@test "audit-twin-admitted-disconnect-mid-request-logged" {
+	reasons_daemon
+	hammer_with_data builder 3
+	run eventually 10 test "$(grep -c 'cn=builder addr=127.0.0.1:[0-9]*: disconnected mid-request' "$T/modsignd.log")" -eq 3
+	assert_success
+}
+
 # ---- a full disk ---------------------------------------------------------------
 
 # full_disk: a daemon whose audit log is on a 1 MiB tmpfs ($T/full) that
