@@ -309,6 +309,10 @@ static int add_rules(struct policy *p, const char *const *rules, size_t n)
 			return log_error_errno(r, "allow %s: expected IDENTITY[=KEY,...] with "
 						  "uid:N, gid:N, user:NAME, group:NAME or cn:NAME",
 					       rules[i]);
+		if (r == -EDOM)
+			return log_error_errno(r, "allow %s: a rule names the certificate's name as "
+						  "it is, not quoted as the log shows it: cn:NAME "
+						  "without the quotes", rules[i]);
 		if (r < 0)
 			return log_error_errno(r, "allow %s: %m", rules[i]);
 	}

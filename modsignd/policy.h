@@ -57,7 +57,9 @@ struct peer {
 	char desc[PEER_MAX_DESC];
 };
 
-/* Add a rule.  -EINVAL bad form, -ENOENT unknown user or group, -E2BIG full. */
+/* Add a rule.  -EINVAL bad form, -ENOENT unknown user or group, -E2BIG full,
+ * -EDOM a cn: rule whose name begins with '"' (the quoted form the log
+ * shows, text_quote_name(): a rule names the bytes, without quotes). */
 int policy_add(struct policy *p, const char *rule);
 
 /* With no rules: root and the daemon's own uid, all keys. */
