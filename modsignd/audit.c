@@ -45,7 +45,7 @@ struct refusals {
 };
 
 /* Which table a refusal goes to (refusal_kind_of()). */
-enum refusal_table_kind { REFUSAL_SOURCE, REFUSAL_NAME, REFUSAL_KINDS };
+enum refusal_table_kind { REFUSAL_SOURCE, REFUSAL_NAME, REFUSAL_USER, REFUSAL_KINDS };
 
 /* AUDIT_REFUSAL_SLOTS slots and the last, shared by every source once
  * the others are taken: memory and records stay bounded however many
@@ -342,19 +342,24 @@ int audit_record(struct audit *a, const struct audit_event *e)
 
 /* ---- refusals before admission --------------------------------------------- */
 
-/* The two tables, and what each one's shared slot says of itself. */
+/* The tables, and what each one's shared slot says of itself. */
 static const struct refusal_kind {
 	const char *shared_source;  /* the identity of the slot past the table */
 	const char *shared_reason;  /* its summary's result */
 } refusal_kinds[REFUSAL_KINDS] = {
 	[REFUSAL_SOURCE] = { "*", "refused before authentication (sources past the table)" },
 	[REFUSAL_NAME] = { "cn:*", "refused by the policy (verified names past the table)" },
+	[REFUSAL_USER] = { "uid:*", "refused by the policy (local users past the table)" },
 };
 
-/* A certificate that verified names its peer: its refusals go to the
- * names' table, where no number of addresses can crowd them out. */
+/* A certificate that verified names its peer, the kernel a UNIX peer's
+ * uid: their refusals go to tables of their own, where no number of
+ * addresses can crowd them out (nor take the reasons of the slot past
+ * the table, and leave a local user only counted there as "other"). */
 static enum refusal_table_kind refusal_kind_of(const struct peer *peer)
 {
+	if (!peer->tls)
+		return REFUSAL_USER;
 	return peer->cn[0] ? REFUSAL_NAME : REFUSAL_SOURCE;
 }
 

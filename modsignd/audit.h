@@ -19,19 +19,21 @@
  * replaced by U+FFFD, and the module's raw bytes are kept in "module_hex".
  *
  * Refusals of peers that never authenticated cost nothing to repeat, so
- * they are bounded (see audit_unauth_refusal()).  Each of two tables
- * (unauthenticated sources; names from certificates that verified,
- * refused by the policy) has AUDIT_REFUSAL_SLOTS slots, one per source,
+ * they are bounded (see audit_unauth_refusal()).  Each of three tables
+ * (unauthenticated network sources; names from certificates that
+ * verified, refused by the policy; local users the policy refuses) has
+ * AUDIT_REFUSAL_SLOTS slots, one per source,
  * and one shared past them.  In a slot's interval (AUDIT_REFUSAL_INTERVAL_S
  * from its first refusal) the first refusal of each of its first
  * AUDIT_REFUSAL_REASONS reasons is recorded, the rest are counted into one
  * summary at its end, and the next interval starts after that: at most
  * AUDIT_REFUSAL_REASONS + 1 records per slot and interval.  So at most
- * AUDIT_REFUSAL_MAX_RECORDS (650) such records per 60 s on average, and
- * never more than 2 * 4 + 1 per slot (1170 in all) within any 60 s,
+ * AUDIT_REFUSAL_MAX_RECORDS (975) such records per 60 s on average, and
+ * never more than 2 * 4 + 1 per slot (1755 in all) within any 60 s,
  * whatever the rate of connections, of addresses, of reasons or of names
- * (a SIGHUP, the operator's, ends every interval early).  A name's own
- * slot sees one reason, its refusal by the policy: two records at most.
+ * (a SIGHUP, the operator's, ends every interval early).  A name's or a
+ * user's own slot sees one reason, its refusal by the policy: two records
+ * at most.
  */
 
 #include "digest.h"
@@ -46,9 +48,9 @@
 #define AUDIT_REFUSAL_INTERVAL_S 60u
 #define AUDIT_REFUSAL_SLOTS 64u    /* per table, sources tracked apart; the rest share one */
 #define AUDIT_REFUSAL_REASONS 4u   /* per slot, reasons recorded once; the rest are "other" */
-/* Two tables of AUDIT_REFUSAL_SLOTS + 1 slots, each a record per reason
+/* Three tables of AUDIT_REFUSAL_SLOTS + 1 slots, each a record per reason
  * and a summary per interval. */
-#define AUDIT_REFUSAL_MAX_RECORDS (2u * (AUDIT_REFUSAL_SLOTS + 1u) * (AUDIT_REFUSAL_REASONS + 1u))
+#define AUDIT_REFUSAL_MAX_RECORDS (3u * (AUDIT_REFUSAL_SLOTS + 1u) * (AUDIT_REFUSAL_REASONS + 1u))
 #define AUDIT_MAX_REASON (PEER_MAX_IDENTITY + 64)
 
 struct audit_event {
@@ -89,7 +91,7 @@ int audit_record(struct audit *a, const struct audit_event *e);
  * ("uid:N", "tls:ADDRESS" or "cn:NAME"); the names ("cn:", @e->peer->cn
  * set) have a table of their own, so that no number of addresses can
  * crowd out the refusals of a certificate the CA issued (a revoked
- * builder's).  The first refusal of a source is recorded as
+ * builder's), and so have the local users ("uid:", a UNIX peer).  The first refusal of a source is recorded as
  * audit_record() would, and so is the first of each new reason until
  * AUDIT_REFUSAL_REASONS are taken; the others in the next
  * AUDIT_REFUSAL_INTERVAL_S seconds are only counted, and one summary
@@ -99,7 +101,7 @@ int audit_record(struct audit *a, const struct audit_event *e);
  * those past the first AUDIT_REFUSAL_REASONS as "other"); its result is
  * their reason when they had one, else "several reasons (see
  * \"reasons\")".  Sources past
- * AUDIT_REFUSAL_SLOTS share one slot per table, identity "*" or "cn:*"
+ * AUDIT_REFUSAL_SLOTS share one slot per table, identity "*", "cn:*" or "uid:*"
  * (a quoted name never reads "cn:*": text_quote_name() quotes it).
  * Returns true when @e was recorded in full, false when it was only
  * counted: the caller logs its own line only in the first case, so that

@@ -329,6 +329,10 @@ static int add_rules(struct policy *p, const char *const *rules, size_t n)
 						  "(pins: sha256:HEX, issuer-sha256:HEX, serial:HEX with "
 						  "issuer-sha256:)",
 					       rules[i]);
+		if (r == -EDOM)
+			return log_error_errno(r, "allow %s: a rule names the certificate's name as "
+						  "it is, not quoted as the log shows it: cn:NAME "
+						  "without the quotes", rules[i]);
 		if (r < 0)
 			return log_error_errno(r, "allow %s: %m", rules[i]);
 	}

@@ -208,6 +208,11 @@ static int parse_identity(struct rule *r, const char *id)
 		return lookup_group(v, &r->id);
 	}
 	if (strncmp(id, "cn:", 3) == 0 && strlen(v) < PEER_MAX_CN) {
+		/* The log shows a name that is not plain quoted (cn:"a b"):
+		 * copied into a rule, that text would name another
+		 * certificate, one whose name holds the quotes. */
+		if (v[0] == '"')
+			return -EDOM;
 		r->kind = RULE_CN;
 		r->cn = strdup(v);
 		return r->cn ? 0 : -ENOMEM;

@@ -86,7 +86,9 @@ struct peer {
 
 /* Add a rule.  -EINVAL bad form (also: a pin that is not hex of its
  * length, a pin twice, pins before anything but cn:, serial: without
- * issuer-sha256:), -ENOENT unknown user or group, -E2BIG full. */
+ * issuer-sha256:), -ENOENT unknown user or group, -E2BIG full, -EDOM a
+ * cn: rule whose name begins with '"' (the quoted form the log shows,
+ * text_quote_name(): a rule names the bytes, without quotes). */
 int policy_add(struct policy *p, const char *rule);
 
 /* With no rules: root and the daemon's own uid, all keys. */

@@ -414,7 +414,10 @@ static void conn_update(struct server *s, struct conn *c)
 		return;
 	}
 	if (conn_finished(s, c)) {
-		if (c->in_len > 0 && c->eof)
+		/* Not for a peer we were closing (refused, or its framing
+		 * lost): what it sent after is not read, and a refused name's
+		 * refusals are bounded (audit.h), its log lines with them. */
+		if (c->in_len > 0 && c->eof && !c->closing)
 			log_notice("%s: disconnected mid-request", c->peer.desc);
 		conn_close(s, c);
 		return;

@@ -239,19 +239,20 @@ PY
 # ---- many sources: the table of sources is bounded, the rest share one entry --
 
 @test "audit-many-sources-all-counted" {
-	run eventually 10 total_is 300 "$F/many.jsonl" "not allowed by policy|sources past the table"
+	run eventually 10 total_is 300 "$F/many.jsonl" "not allowed by policy|local users past the table"
 	assert_success
 }
 
 @test "audit-many-sources-records-bounded" {
 	local recs tot
-	eventually 10 total_is 300 "$F/many.jsonl" "not allowed by policy|sources past the table" || true
-	read -r recs tot < <(refusals "$F/many.jsonl" "not allowed by policy|sources past the table")
+	eventually 10 total_is 300 "$F/many.jsonl" "not allowed by policy|local users past the table" || true
+	read -r recs tot < <(refusals "$F/many.jsonl" "not allowed by policy|local users past the table")
 	[ "$recs" -le 130 ] || { echo "300 refusals from 100 uids gave $recs records (total $tot)"; false; }
 }
 
 @test "audit-many-sources-share-one-entry" {
-	run eventually 10 grep -q '"identity":"\*".*"summary":true' "$F/many.jsonl"
+	# Local users have a table of their own: the slot past it is "uid:*".
+	run eventually 10 grep -q '"identity":"uid:\*".*"summary":true' "$F/many.jsonl"
 	assert_success
 }
 
@@ -296,9 +297,9 @@ PY
 
 # ---- many reasons from two addresses, then a name the policy refuses -------------
 
-# reasons_daemon: a TLS daemon ($PORT) whose CA issued builder (allowed)
-# and revoked (verified, named by no rule: a revoked builder's), its
-# audit log audit.jsonl.
+# reasons_daemon [OPTION...]: a TLS daemon ($PORT) whose CA issued builder
+# (allowed) and revoked (verified, named by no rule: a revoked builder's),
+# its audit log audit.jsonl.
 reasons_daemon() {
 	pki ca
 	printf 'subjectAltName=IP:127.0.0.1\n' >san.ext
@@ -308,7 +309,7 @@ reasons_daemon() {
 	PORT=$(free_port)
 	start_daemon "$T/d.sock" --key default=ephemeral:ecdsa-p256 \
 		--listen "tls:127.0.0.1:$PORT" --tls-cert host.crt --tls-key host.key \
-		--tls-client-ca ca.crt --allow uid:0 --allow cn:builder --audit-log "$T/audit.jsonl"
+		--tls-client-ca ca.crt --allow uid:0 --allow cn:builder --audit-log "$T/audit.jsonl" "$@"
 	wait_port "$PORT"
 }
 
@@ -419,6 +420,112 @@ PY
 	assert_success
 	run records audit.jsonl 'r["identity"] == "cn:builder" and r["result"] == "ok"'
 	assert_output 1
+}
+
+# hammer_with_data NAME N: N handshakes with NAME's certificate, each
+# sending, with its Finished, a byte of a request and close_notify in one
+# write, then reading to the end.
+hammer_with_data() {
+	python3 - "$PORT" "$1" "$2" <<'PY'
+import socket, ssl, sys
+port, who, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.load_verify_locations("ca.crt")
+ctx.load_cert_chain(who + ".crt", who + ".key")
+for _ in range(n):
+    i, o = ssl.MemoryBIO(), ssl.MemoryBIO()
+    t = ctx.wrap_bio(i, o, server_hostname="127.0.0.1")
+    with socket.create_connection(("127.0.0.1", port)) as s:
+        s.settimeout(10)
+        try:
+            while True:
+                try:
+                    t.do_handshake()
+                    break
+                except ssl.SSLWantReadError:
+                    s.sendall(o.read())
+                    d = s.recv(65536)
+                    if not d:
+                        raise OSError("eof")
+                    i.write(d)
+            t.write(b"\0")
+            try:
+                t.unwrap()
+            except ssl.SSLWantReadError:
+                pass
+            s.sendall(o.read())
+            while s.recv(4096): pass
+        except (ssl.SSLError, OSError):
+            pass
+PY
+}
+
+@test "audit-refused-name-with-data-log-bounded" {
+	# A refused name's connection that sends a byte of a request and
+	# close_notify with its Finished: the daemon logged "disconnected
+	# mid-request" for each, while its audit records were bounded.
+	reasons_daemon
+	hammer_with_data revoked 40
+	kill -HUP "$DAEMON_PID"
+	run eventually 10 grep -q '"identity":"cn:revoked".*"summary":true,"count":39,' audit.jsonl
+	assert_success
+	run grep -c 'cn=revoked' "$T/modsignd.log"
+	echo "log lines naming cn=revoked: $output"
+	[ "$output" -le 3 ]
+}
+
+# Twin: a builder the policy names that hangs up mid-request is still
+# logged, each time.
+@test "audit-twin-admitted-disconnect-mid-request-logged" {
+	reasons_daemon
+	hammer_with_data builder 3
+	run eventually 10 test "$(grep -c 'cn=builder addr=127.0.0.1:[0-9]*: disconnected mid-request' "$T/modsignd.log")" -eq 3
+	assert_success
+}
+
+# junk ADDR...: from each loopback ADDR, one handshake that fails (a
+# ClientHello, then a fatal alert).
+junk() {
+	python3 - "$PORT" "$@" <<'PY'
+import socket, ssl, sys
+port = int(sys.argv[1])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+for addr in sys.argv[2:]:
+    i, o = ssl.MemoryBIO(), ssl.MemoryBIO()
+    try: ctx.wrap_bio(i, o).do_handshake()
+    except ssl.SSLWantReadError: pass
+    s = socket.socket(); s.bind((addr, 0)); s.connect(("127.0.0.1", port))
+    try:
+        s.sendall(o.read() + bytes([0x15, 3, 3, 0, 2, 2, 10])); s.settimeout(5)
+        while s.recv(4096): pass
+    except OSError: pass
+    s.close()
+PY
+}
+
+@test "audit-local-user-refusal-not-hidden-by-addresses" {
+	# 64 addresses took the refusal table's slots and a 65th the 4
+	# reasons of the slot past it; a local user the policy refuses was
+	# then only counted there, as "other" under "*": who it was, lost.
+	reasons_daemon --socket-mode 0666
+	local a=()
+	for i in $(seq 1 64); do a+=("127.0.1.$i"); done
+	junk "${a[@]}"
+	many_reasons 127.0.2.1
+	nobody_client >/dev/null
+	for _ in 1 2 3; do
+		run runuser -u nobody -- "$T/bin/modsign-client" --server "unix:$T/d.sock" status
+		assert_failure
+	done
+	run records audit.jsonl 'r["identity"] == "uid:65534" and not r.get("summary") and r["result"] == "permission denied: not allowed by policy"'
+	assert_output 1
+	run grep -c 'uid=65534 pid=[0-9]*: refused: not allowed by policy' "$T/modsignd.log"
+	assert_output 1
+	kill -HUP "$DAEMON_PID"
+	run eventually 10 grep -q '"identity":"uid:65534".*"summary":true,"count":2,' audit.jsonl
+	assert_success
 }
 
 # ---- a full disk ---------------------------------------------------------------

@@ -341,6 +341,22 @@ PY
 	assert_output 1
 }
 
+@test "cn-rule-in-quoted-form-refused" {
+	# The log shows CN `builder 1` as cn:"builder 1"; that text copied into
+	# a rule named another certificate, CN `"builder 1"` with its quotes,
+	# and the daemon took it.
+	: >c.conf
+	run "$MODSIGND" --config c.conf --key default=ephemeral:ecdsa-p256 --allow 'cn:"builder 1"' --check-config
+	assert_failure
+	assert_output --partial 'not quoted as the log shows it'
+	run "$MODSIGND" --config c.conf --key default=ephemeral:ecdsa-p256 --allow 'cn:"builder 1"=default' --check-config
+	assert_failure
+	# Twin: the name's own bytes, a space and a quote inside, are a rule.
+	run "$MODSIGND" --config c.conf --key default=ephemeral:ecdsa-p256 --allow 'cn:builder 1' \
+		--allow 'cn:b"1' --check-config
+	assert_success
+}
+
 # Twin: a plain name reads as before, unquoted.
 @test "cn-twin-plain-name-unquoted" {
 	tls_pki

@@ -174,6 +174,12 @@ static void test_cn(void)
 	snprintf(rule, sizeof(rule), "cn:%sa", cn);
 	policy_clear(&pol);
 	CHECK_EQ("cn of 256 bytes -> EINVAL", policy_add(&pol, rule), -EINVAL);
+
+	/* The quoted form the log shows is not a rule: it would name the
+	 * certificate whose name holds the quotes.  A quote inside is. */
+	policy_clear(&pol);
+	CHECK_EQ("cn:\"a b\" (the log's form) -> EDOM", policy_add(&pol, "cn:\"a b\""), -EDOM);
+	CHECK("cn:a b and cn:b\"1 parse", RULES("cn:a b", "cn:b\"1"));
 }
 
 /* A TLS peer whose certificate has these fingerprints and serial. */
