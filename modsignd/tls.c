@@ -38,13 +38,27 @@ int tls_check_client_leaf(X509 *x)
 	return 0;
 }
 
-/* Only the leaf, and only once it verified; the chain's own checks stay. */
+/*
+ * The leaf, and its issuers, only once they verified; the chain's own
+ * checks stay.  Every certificate of --tls-client-ca is an anchor
+ * (X509_V_FLAG_PARTIAL_CHAIN), and OpenSSL takes an anchor for a CA when
+ * it merely may be one: no basicConstraints but keyCertSign in its key
+ * usage, or a v1 self-signed certificate.  A builder's own certificate of
+ * that kind named in the file could then issue certificates for any name;
+ * so an issuer must say CA:TRUE, as RFC 5280 requires.
+ */
 static int verify_cb(int ok, X509_STORE_CTX *ctx)
 {
 	X509 *x = X509_STORE_CTX_get_current_cert(ctx);
 
-	if (!ok || X509_STORE_CTX_get_error_depth(ctx) != 0 || !x)
+	if (!ok || !x)
 		return ok;
+	if (X509_STORE_CTX_get_error_depth(ctx) > 0) {
+		if (X509_check_ca(x) == 1)
+			return 1;
+		X509_STORE_CTX_set_error(ctx, X509_V_ERR_INVALID_CA);
+		return 0;
+	}
 	if (tls_check_client_leaf(x) < 0) {
 		X509_STORE_CTX_set_error(ctx, X509_V_ERR_INVALID_PURPOSE);
 		return 0;

@@ -748,3 +748,52 @@ hold_tls() {
 	run rev_as new sign ok.ko
 	assert_success
 }
+
+# A builder's own certificate named in tls-client-ca (trusted alone, a
+# partial chain) is an anchor, not an issuer: one without basicConstraints
+# but with keyCertSign (or a v1 self-signed one) was taken for a CA by
+# OpenSSL, so builder-1 minted a certificate for builder-2 and signed as it
+# (aa34a59: X509_V_FLAG_PARTIAL_CHAIN stops the chain at any certificate of
+# the file).  Twin: builder-1's own certificate is still admitted.
+@test "anchor-leaf-without-ca-true-cannot-mint-names" {
+	rev_pki
+	mkdir -p "$R/mint" && (cd "$R/mint" && mint_pki) || return 1
+	rev_daemon mint/anchors.crt cn:builder-2 cn:kcs-b1
+	refused "invalid CA certificate" rev_as mint/minted
+	fresh ok.ko
+	run rev_as mint/kcs-b1 sign ok.ko
+	assert_success
+}
+
+# The same with builder-3's v1 self-signed certificate, which OpenSSL
+# takes for a "V1 root" (so did 909c901, without partial chains).
+@test "v1-self-signed-anchor-cannot-mint-names" {
+	rev_pki
+	mkdir -p "$R/mint" && (cd "$R/mint" && mint_pki) || return 1
+	rev_daemon mint/anchors.crt cn:builder-2 cn:builder-3
+	refused "invalid CA certificate" rev_as mint/v1-minted
+	fresh ok.ko
+	run rev_as mint/v1 sign ok.ko
+	assert_success
+}
+
+mint_pki() {
+	[ -e done ] && return 0
+	printf 'keyUsage=digitalSignature,keyCertSign\nextendedKeyUsage=clientAuth\n' >kcs.ext
+	cp "$R/sub-a.crt" "$R/sub-a.key" . && issue kcs-b1 sub-a -extfile kcs.ext
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-subj /CN=builder-2 -keyout minted.key -out minted.csr 2>/dev/null
+	openssl x509 -req -in minted.csr -CA kcs-b1.crt -CAkey kcs-b1.key -CAcreateserial \
+		-days 30 -extfile "$R/leaf.ext" -out minted.leaf 2>/dev/null
+	cat minted.leaf kcs-b1.crt >minted.crt
+	# builder-3's v1 self-signed certificate: OpenSSL's "V1 root"
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-subj /CN=builder-3 -keyout v1.key -out v1.csr 2>/dev/null
+	openssl x509 -req -in v1.csr -key v1.key -days 30 -out v1.crt 2>/dev/null
+	openssl x509 -req -in minted.csr -CA v1.crt -CAkey v1.key -CAcreateserial \
+		-days 30 -extfile "$R/leaf.ext" -out v1-minted.leaf 2>/dev/null
+	cat v1-minted.leaf v1.crt >v1-minted.crt && cp minted.key v1-minted.key
+	cat "$R/rev-root.crt" "$R/sub-a.crt" kcs-b1.crt v1.crt >anchors.crt
+	touch done
+}
+
