@@ -797,3 +797,68 @@ mint_pki() {
 	touch done
 }
 
+# scoped_crls: in $R, CRLs of sub-a that OpenSSL does not read as the
+# complete list of its revocations: delta-empty.crl, a delta CRL newer than
+# revoked.crl and from before stolen was revoked (so empty); reasons.crl,
+# one covering keyCompromise only; indirect.crl, an indirect CRL.
+scoped_crls() {
+	[ -e "$R/scoped-done" ] && return 0
+	(
+		cd "$R" || exit 1
+		mkdir -p a-empty && cp a/crlnumber a-empty/ &&
+			sed 's/^R\t\([^\t]*\)\t[^\t]*\t/V\t\1\t\t/' a/index >a-empty/index
+		sed 's|^database = a/index|database = a-empty/index|; s|^crlnumber = a/crlnumber|crlnumber = a-empty/crlnumber|' \
+			a.cnf >a-scoped.cnf
+		cat >>a-scoped.cnf <<-CNF
+		[ delta ]
+		deltaCRL = critical,DER:02:02:03:E8
+		[ reasons ]
+		issuingDistributionPoint = critical, @rsec
+		[ rsec ]
+		onlysomereasons = keyCompromise
+		[ indirect ]
+		issuingDistributionPoint = critical, @isec
+		[ isec ]
+		indirectCRL = TRUE
+		CNF
+		sleep 1 # a lastUpdate after revoked.crl's
+		openssl ca -batch -config a-scoped.cnf -gencrl -crlexts delta -out delta-empty.crl \
+			>/dev/null 2>&1 || exit 1
+		openssl ca -batch -config a-scoped.cnf -gencrl -crlexts reasons -out reasons.crl \
+			>/dev/null 2>&1 || exit 1
+		openssl ca -batch -config a-scoped.cnf -gencrl -crlexts indirect -out indirect.crl \
+			>/dev/null 2>&1 || exit 1
+		touch scoped-done
+	)
+}
+
+# OpenSSL (without X509_V_FLAG_USE_DELTAS) reads a delta CRL as a complete
+# one and prefers the newest: a base CRL that revokes stolen and a newer,
+# empty delta admitted stolen (aa34a59).  Such a file is refused.
+@test "crl-delta-never-hides-a-revocation" {
+	rev_pki
+	scoped_crls || return 1
+	cat "$R/revoked.crl" "$R/delta-empty.crl" >base-and-delta.crl
+	if rev_daemon sub-a.crt cn:builder-1 -- --tls-crl "$T/base-and-delta.crl"; then
+		fresh r.ko
+		run rev_as stolen sign r.ko
+		assert_failure
+	fi
+	grep -q "base-and-delta.crl: the CRL of /CN=sub-a is a delta CRL" modsignd.log
+}
+
+# CRLs of one scope (some reasons only, or indirect) are skipped by OpenSSL
+# for the CA's other CRL; were they taken, the revocations they alone hold
+# would be ignored.  Refused at start, as --check-config says.
+@test "crl-scoped-refused-at-start" {
+	rev_pki
+	scoped_crls || return 1
+	: >empty.conf
+	for kind in reasons indirect delta-empty; do
+		run "$MODSIGND" --key default=ephemeral:ecdsa-p256 --tls-cert "$P/signing-host.crt" \
+			--tls-key "$P/signing-host.key" --tls-client-ca "$R/sub-a.crt" \
+			--tls-crl "$R/$kind.crl" --config empty.conf --check-config
+		assert_failure
+		assert_output --partial "$kind.crl: the CRL of /CN=sub-a is a"
+	done
+}
