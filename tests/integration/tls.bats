@@ -862,3 +862,101 @@ scoped_crls() {
 		assert_output --partial "$kind.crl: the CRL of /CN=sub-a is a"
 	done
 }
+
+# hold_finished_proxy LPORT DIR: forwards 127.0.0.1:LPORT to the daemon's
+# $PORT, but holds the client's third encrypted record (its Finished, after
+# Certificate and CertificateVerify: OpenSSL writes one record each) until
+# DIR/release exists; DIR/held once it holds it.  The daemon has verified
+# the certificate by then and waits for the end of the handshake.
+hold_finished_proxy() {
+	python3 - "$1" "$PORT" "$2" <<'PY' &
+import os, socket, sys, threading, time
+lport, dport, d = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", lport)); ls.listen(1)
+open(os.path.join(d, "listening"), "w").close()
+c, _ = ls.accept()
+ls.close()
+s = socket.create_connection(("127.0.0.1", dport))
+def down():
+    try:
+        while (b := s.recv(65536)):
+            c.sendall(b)
+    except OSError:
+        pass
+    try:
+        c.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+threading.Thread(target=down, daemon=True).start()
+def up():
+  buf, n_app, passing = b"", 0, False
+  while (b := c.recv(65536)):
+    if passing:
+        s.sendall(b); continue
+    buf += b
+    while len(buf) >= 5 and len(buf) >= 5 + int.from_bytes(buf[3:5], "big"):
+        n = 5 + int.from_bytes(buf[3:5], "big")
+        rec, buf = buf[:n], buf[n:]
+        if rec[0] == 0x17:
+            n_app += 1
+        if n_app == 3 and not passing:
+            open(os.path.join(d, "held"), "w").close()
+            while not os.path.exists(os.path.join(d, "release")):
+                time.sleep(0.05)
+            passing = True
+        s.sendall(rec)
+    if passing and buf:
+        s.sendall(buf); buf = b""
+  s.shutdown(socket.SHUT_WR)
+try:
+    up()
+except OSError:
+    pass
+c.close()
+time.sleep(1)
+PY
+}
+
+# A handshake whose certificate was verified before a SIGHUP that revokes
+# it, and that ends after: close_revoked() passed it by (not admitted yet)
+# and the handshake's end did not look again, so stolen was admitted, and
+# signed, with its certificate revoked (aa34a59).
+@test "crl-sighup-revokes-handshake-in-flight" {
+	rev_pki
+	cp "$R/empty.crl" crl.pem
+	rev_daemon sub-a.crt cn:builder-1 -- --tls-crl "$T/crl.pem"
+	local dport=$PORT lport
+	lport=$(free_port)
+	mkdir -p px
+	hold_finished_proxy "$lport" px
+	eventually 5 test -e px/listening
+	fresh r.ko
+	before=$(sha r.ko)
+	PORT=$lport
+	(set +e; rev_as stolen sign r.ko >px/out 2>&1; echo $? >px/rc) 3>&- &
+	eventually 5 test -e px/held
+	PORT=$dport
+	cp "$R/revoked.crl" crl.pem
+	rev_hup
+	touch px/release
+	eventually 10 test -e px/rc
+	cat px/out
+	run cat px/rc
+	refute_output 0
+	assert_equal "$(sha r.ko)" "$before"
+	# Twin: the same way in, with the certificate not revoked, signs.
+	cp "$R/empty.crl" crl.pem
+	rev_hup
+	rm -rf px && mkdir px
+	lport=$(free_port)
+	hold_finished_proxy "$lport" px
+	eventually 5 test -e px/listening
+	PORT=$lport
+	(set +e; rev_as new sign r.ko >px/out 2>&1; echo $? >px/rc) 3>&- &
+	eventually 5 test -e px/held
+	touch px/release
+	eventually 10 test -e px/rc
+	run cat px/rc
+	assert_output 0
+}
