@@ -869,11 +869,11 @@ scoped_crls() {
 # DIR/release exists; DIR/held once it holds it.  The daemon has verified
 # the certificate by then and waits for the end of the handshake.
 hold_finished_proxy() {
-	python3 - "$1" "$PORT" "$2" <<'PY' &
+	python3 - "$1" "$PORT" "$2" 3>&- <<'PY' &
 import os, socket, sys, threading, time
 lport, dport, d = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind(("127.0.0.1", lport)); ls.listen(1)
+ls.bind(("127.0.0.1", lport)); ls.listen(1); ls.settimeout(30)
 open(os.path.join(d, "listening"), "w").close()
 c, _ = ls.accept()
 ls.close()
