@@ -44,8 +44,8 @@
  */
 struct peer_cert {
 	char sha256[PEER_SHA256_HEX];        /* of the client certificate's DER */
-	char issuer_sha256[PEER_SHA256_HEX]; /* of its issuer's, "" if it is itself
-						a trust anchor */
+	char issuer_sha256[PEER_SHA256_HEX]; /* of its issuer's, "" if the verified
+						chain is it alone */
 	char serial[PEER_MAX_SERIAL];        /* no leading zeros */
 	char issuer[PEER_MAX_ISSUER];        /* issuer DN, RFC 2253, non-ASCII and
 						controls escaped as \XX; cut to fit */

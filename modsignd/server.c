@@ -694,6 +694,15 @@ static void handshake_done(struct server *s, struct conn *c)
 		c->closing = true;
 		return;
 	}
+	/* The certificate was verified when it arrived, against the CRLs of
+	 * then: a SIGHUP since (close_revoked() passed this connection by,
+	 * not admitted yet) may have revoked it. */
+	if (tls_peer_revoked(c->ssl)) {
+		audit_refusal(s, &c->peer, NULL, "certificate revoked");
+		conn_reply_error(c, 0, "permission denied: certificate revoked");
+		c->closing = true;
+		return;
+	}
 	if (!policy_admits(s->policy, &c->peer)) {
 		snprintf(why, sizeof(why), "permission denied: %s is not named by the policy",
 			 c->peer.identity);

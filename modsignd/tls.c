@@ -43,13 +43,27 @@ int tls_check_client_leaf(X509 *x)
 	return 0;
 }
 
-/* Only the leaf, and only once it verified; the chain's own checks stay. */
+/*
+ * The leaf, and its issuers, only once they verified; the chain's own
+ * checks stay.  Every certificate of --tls-client-ca is an anchor
+ * (X509_V_FLAG_PARTIAL_CHAIN), and OpenSSL takes an anchor for a CA when
+ * it merely may be one: no basicConstraints but keyCertSign in its key
+ * usage, or a v1 self-signed certificate.  A builder's own certificate of
+ * that kind named in the file could then issue certificates for any name;
+ * so an issuer must say CA:TRUE, as RFC 5280 requires.
+ */
 static int verify_cb(int ok, X509_STORE_CTX *ctx)
 {
 	X509 *x = X509_STORE_CTX_get_current_cert(ctx);
 
-	if (!ok || X509_STORE_CTX_get_error_depth(ctx) != 0 || !x)
+	if (!ok || !x)
 		return ok;
+	if (X509_STORE_CTX_get_error_depth(ctx) > 0) {
+		if (X509_check_ca(x) == 1)
+			return 1;
+		X509_STORE_CTX_set_error(ctx, X509_V_ERR_INVALID_CA);
+		return 0;
+	}
 	if (tls_check_client_leaf(x) < 0) {
 		X509_STORE_CTX_set_error(ctx, X509_V_ERR_INVALID_PURPOSE);
 		return 0;
@@ -326,8 +340,44 @@ static int read_crls(const char *path, STACK_OF(X509_CRL) **ret, char *why, size
 	return 0;
 }
 
-/* Of @sk: -EINVAL if one is not signed by a CA of @store, else how
- * many are past their next update. */
+/*
+ * What keeps @crl from being its issuer's complete list of revocations,
+ * as verification takes it, or NULL.  OpenSSL (without
+ * X509_V_FLAG_USE_DELTAS) reads a delta CRL as a complete one and picks
+ * its issuer's newest CRL: a delta beside its base would hide the base's
+ * revocations.  It skips a CRL of some reasons only, or an indirect one,
+ * for another CRL of the issuer: the revocations only those hold would
+ * be ignored.  Such a file is refused rather than half read.
+ */
+static const char *crl_scoped(X509_CRL *crl)
+{
+	int crit = -1;
+	ASN1_INTEGER *delta = X509_CRL_get_ext_d2i(crl, NID_delta_crl, &crit, NULL);
+	bool is_delta = delta || crit != -1; /* one, several or unreadable */
+	ISSUING_DIST_POINT *idp;
+	const char *why = NULL;
+
+	ASN1_INTEGER_free(delta);
+	if (is_delta)
+		return "delta CRL (give the complete CRL)";
+	crit = -1;
+	idp = X509_CRL_get_ext_d2i(crl, NID_issuing_distribution_point, &crit, NULL);
+	if (!idp && crit == -2)
+		why = "CRL of several issuing distribution points";
+	else if (!idp && crit != -1)
+		why = "CRL with an unreadable issuing distribution point";
+	else if (idp && idp->indirectCRL)
+		why = "indirect CRL";
+	else if (idp && idp->onlysomereasons)
+		why = "CRL of some revocation reasons only";
+	else if (idp && idp->onlyattr)
+		why = "CRL of attribute certificates";
+	ISSUING_DIST_POINT_free(idp);
+	return why;
+}
+
+/* Of @sk: -EINVAL if one is not signed by a CA of @store or is not a
+ * complete CRL (crl_scoped()), else how many are past their next update. */
 static int check_crls(X509_STORE *store, STACK_OF(X509_CRL) *sk, const char *path, char *why,
 		      size_t size)
 {
@@ -337,11 +387,17 @@ static int check_crls(X509_STORE *store, STACK_OF(X509_CRL) *sk, const char *pat
 		X509_CRL *crl = sk_X509_CRL_value(sk, i);
 		const ASN1_TIME *next = X509_CRL_get0_nextUpdate(crl);
 		char issuer[PEER_MAX_ISSUER];
+		const char *scoped;
 
 		if (!crl_signed_by_store(store, crl)) {
 			X509_NAME_oneline(X509_CRL_get_issuer(crl), issuer, sizeof(issuer));
 			snprintf(why, size, "%s: the CRL of %s is not signed by a CA of "
 				 "--tls-client-ca", path, issuer);
+			return -EINVAL;
+		}
+		if ((scoped = crl_scoped(crl))) {
+			X509_NAME_oneline(X509_CRL_get_issuer(crl), issuer, sizeof(issuer));
+			snprintf(why, size, "%s: the CRL of %s is a %s", path, issuer, scoped);
 			return -EINVAL;
 		}
 		expired += next && X509_cmp_current_time(next) < 0;

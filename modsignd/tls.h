@@ -24,7 +24,9 @@ struct tls_config {
 /*
  * Returns 0, or a negative errno with a line in @why naming the file at
  * fault and why.  The key is a secret file (lib/keyfile.h: keyfile_read()).
- * Client certificates must also pass tls_check_client_leaf().  Every
+ * Client certificates must also pass tls_check_client_leaf(), and each
+ * certificate above them in the verified chain, the anchor too, must be
+ * CA:TRUE (X509_check_ca() == 1).  Every
  * certificate of --tls-client-ca is a trust anchor, an intermediate too
  * (X509_V_FLAG_PARTIAL_CHAIN): a farm may trust one issuing CA of a
  * larger PKI without trusting its root's other sub-CAs.  A CRL in that
@@ -36,8 +38,10 @@ int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, char *why, size_t w
 
 /*
  * Check every client certificate against the PEM CRLs of @path from now
- * on: one or more, each signed by a CA of --tls-client-ca (the file is
- * checked whole before anything changes).  A client certificate whose
+ * on: one or more, each signed by a CA of --tls-client-ca and complete
+ * (no delta, indirect or reason-scoped CRL: OpenSSL would read a delta
+ * as complete, and skip the others) (the file is checked whole before
+ * anything changes).  A client certificate whose
  * issuer has no CRL there is refused ("unable to get certificate CRL"),
  * and so is one whose issuer's CRL is past its next update ("CRL has
  * expired"): revocation fails closed.  Only the leaf is checked, not
@@ -49,7 +53,8 @@ int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, char *why, size_t w
 int tls_load_crl(SSL_CTX *ctx, const char *path, char *why, size_t why_size);
 
 /* Whether a CRL in force now revokes the client certificate of @ssl, a
- * connection admitted before that CRL was loaded. */
+ * connection admitted, or a handshake verified, before that CRL was
+ * loaded. */
 bool tls_peer_revoked(SSL *ssl);
 
 /*

@@ -862,3 +862,215 @@ hold_tls() {
 	run rev_as new sign ok.ko
 	assert_success
 }
+
+# A builder's own certificate named in tls-client-ca (trusted alone, a
+# partial chain) is an anchor, not an issuer: one without basicConstraints
+# but with keyCertSign (or a v1 self-signed one) was taken for a CA by
+# OpenSSL, so builder-1 minted a certificate for builder-2 and signed as it
+# (aa34a59: X509_V_FLAG_PARTIAL_CHAIN stops the chain at any certificate of
+# the file).  Twin: builder-1's own certificate is still admitted.
+@test "anchor-leaf-without-ca-true-cannot-mint-names" {
+	rev_pki
+	mkdir -p "$R/mint" && (cd "$R/mint" && mint_pki) || return 1
+	rev_daemon mint/anchors.crt cn:builder-2 cn:kcs-b1
+	refused "invalid CA certificate" rev_as mint/minted
+	fresh ok.ko
+	run rev_as mint/kcs-b1 sign ok.ko
+	assert_success
+}
+
+# The same with builder-3's v1 self-signed certificate, which OpenSSL
+# takes for a "V1 root" (so did 909c901, without partial chains).
+@test "v1-self-signed-anchor-cannot-mint-names" {
+	rev_pki
+	mkdir -p "$R/mint" && (cd "$R/mint" && mint_pki) || return 1
+	rev_daemon mint/anchors.crt cn:builder-2 cn:builder-3
+	refused "invalid CA certificate" rev_as mint/v1-minted
+	fresh ok.ko
+	run rev_as mint/v1 sign ok.ko
+	assert_success
+}
+
+mint_pki() {
+	[ -e done ] && return 0
+	printf 'keyUsage=digitalSignature,keyCertSign\nextendedKeyUsage=clientAuth\n' >kcs.ext
+	cp "$R/sub-a.crt" "$R/sub-a.key" . && issue kcs-b1 sub-a -extfile kcs.ext
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-subj /CN=builder-2 -keyout minted.key -out minted.csr 2>/dev/null
+	openssl x509 -req -in minted.csr -CA kcs-b1.crt -CAkey kcs-b1.key -CAcreateserial \
+		-days 30 -extfile "$R/leaf.ext" -out minted.leaf 2>/dev/null
+	cat minted.leaf kcs-b1.crt >minted.crt
+	# builder-3's v1 self-signed certificate: OpenSSL's "V1 root"
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+		-subj /CN=builder-3 -keyout v1.key -out v1.csr 2>/dev/null
+	openssl x509 -req -in v1.csr -key v1.key -days 30 -out v1.crt 2>/dev/null
+	openssl x509 -req -in minted.csr -CA v1.crt -CAkey v1.key -CAcreateserial \
+		-days 30 -extfile "$R/leaf.ext" -out v1-minted.leaf 2>/dev/null
+	cat v1-minted.leaf v1.crt >v1-minted.crt && cp minted.key v1-minted.key
+	cat "$R/rev-root.crt" "$R/sub-a.crt" kcs-b1.crt v1.crt >anchors.crt
+	touch done
+}
+
+# scoped_crls: in $R, CRLs of sub-a that OpenSSL does not read as the
+# complete list of its revocations: delta-empty.crl, a delta CRL newer than
+# revoked.crl and from before stolen was revoked (so empty); reasons.crl,
+# one covering keyCompromise only; indirect.crl, an indirect CRL.
+scoped_crls() {
+	[ -e "$R/scoped-done" ] && return 0
+	(
+		cd "$R" || exit 1
+		mkdir -p a-empty && cp a/crlnumber a-empty/ &&
+			sed 's/^R\t\([^\t]*\)\t[^\t]*\t/V\t\1\t\t/' a/index >a-empty/index
+		sed 's|^database = a/index|database = a-empty/index|; s|^crlnumber = a/crlnumber|crlnumber = a-empty/crlnumber|' \
+			a.cnf >a-scoped.cnf
+		cat >>a-scoped.cnf <<-CNF
+		[ delta ]
+		deltaCRL = critical,DER:02:02:03:E8
+		[ reasons ]
+		issuingDistributionPoint = critical, @rsec
+		[ rsec ]
+		onlysomereasons = keyCompromise
+		[ indirect ]
+		issuingDistributionPoint = critical, @isec
+		[ isec ]
+		indirectCRL = TRUE
+		CNF
+		sleep 1 # a lastUpdate after revoked.crl's
+		openssl ca -batch -config a-scoped.cnf -gencrl -crlexts delta -out delta-empty.crl \
+			>/dev/null 2>&1 || exit 1
+		openssl ca -batch -config a-scoped.cnf -gencrl -crlexts reasons -out reasons.crl \
+			>/dev/null 2>&1 || exit 1
+		openssl ca -batch -config a-scoped.cnf -gencrl -crlexts indirect -out indirect.crl \
+			>/dev/null 2>&1 || exit 1
+		touch scoped-done
+	)
+}
+
+# OpenSSL (without X509_V_FLAG_USE_DELTAS) reads a delta CRL as a complete
+# one and prefers the newest: a base CRL that revokes stolen and a newer,
+# empty delta admitted stolen (aa34a59).  Such a file is refused.
+@test "crl-delta-never-hides-a-revocation" {
+	rev_pki
+	scoped_crls || return 1
+	cat "$R/revoked.crl" "$R/delta-empty.crl" >base-and-delta.crl
+	if rev_daemon sub-a.crt cn:builder-1 -- --tls-crl "$T/base-and-delta.crl"; then
+		fresh r.ko
+		run rev_as stolen sign r.ko
+		assert_failure
+	fi
+	grep -q "base-and-delta.crl: the CRL of /CN=sub-a is a delta CRL" modsignd.log
+}
+
+# CRLs of one scope (some reasons only, or indirect) are skipped by OpenSSL
+# for the CA's other CRL; were they taken, the revocations they alone hold
+# would be ignored.  Refused at start, as --check-config says.
+@test "crl-scoped-refused-at-start" {
+	rev_pki
+	scoped_crls || return 1
+	: >empty.conf
+	for kind in reasons indirect delta-empty; do
+		run "$MODSIGND" --key default=ephemeral:ecdsa-p256 --tls-cert "$P/signing-host.crt" \
+			--tls-key "$P/signing-host.key" --tls-client-ca "$R/sub-a.crt" \
+			--tls-crl "$R/$kind.crl" --config empty.conf --check-config
+		assert_failure
+		assert_output --partial "$kind.crl: the CRL of /CN=sub-a is a"
+	done
+}
+
+# hold_finished_proxy LPORT DIR: forwards 127.0.0.1:LPORT to the daemon's
+# $PORT, but holds the client's third encrypted record (its Finished, after
+# Certificate and CertificateVerify: OpenSSL writes one record each) until
+# DIR/release exists; DIR/held once it holds it.  The daemon has verified
+# the certificate by then and waits for the end of the handshake.
+hold_finished_proxy() {
+	python3 - "$1" "$PORT" "$2" 3>&- <<'PY' &
+import os, socket, sys, threading, time
+lport, dport, d = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+ls = socket.socket(); ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind(("127.0.0.1", lport)); ls.listen(1); ls.settimeout(30)
+open(os.path.join(d, "listening"), "w").close()
+c, _ = ls.accept()
+ls.close()
+s = socket.create_connection(("127.0.0.1", dport))
+def down():
+    try:
+        while (b := s.recv(65536)):
+            c.sendall(b)
+    except OSError:
+        pass
+    try:
+        c.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+threading.Thread(target=down, daemon=True).start()
+def up():
+  buf, n_app, passing = b"", 0, False
+  while (b := c.recv(65536)):
+    if passing:
+        s.sendall(b); continue
+    buf += b
+    while len(buf) >= 5 and len(buf) >= 5 + int.from_bytes(buf[3:5], "big"):
+        n = 5 + int.from_bytes(buf[3:5], "big")
+        rec, buf = buf[:n], buf[n:]
+        if rec[0] == 0x17:
+            n_app += 1
+        if n_app == 3 and not passing:
+            open(os.path.join(d, "held"), "w").close()
+            while not os.path.exists(os.path.join(d, "release")):
+                time.sleep(0.05)
+            passing = True
+        s.sendall(rec)
+    if passing and buf:
+        s.sendall(buf); buf = b""
+  s.shutdown(socket.SHUT_WR)
+try:
+    up()
+except OSError:
+    pass
+c.close()
+time.sleep(1)
+PY
+}
+
+# A handshake whose certificate was verified before a SIGHUP that revokes
+# it, and that ends after: close_revoked() passed it by (not admitted yet)
+# and the handshake's end did not look again, so stolen was admitted, and
+# signed, with its certificate revoked (aa34a59).
+@test "crl-sighup-revokes-handshake-in-flight" {
+	rev_pki
+	cp "$R/empty.crl" crl.pem
+	rev_daemon sub-a.crt cn:builder-1 -- --tls-crl "$T/crl.pem"
+	local dport=$PORT lport
+	lport=$(free_port)
+	mkdir -p px
+	hold_finished_proxy "$lport" px
+	eventually 5 test -e px/listening
+	fresh r.ko
+	before=$(sha r.ko)
+	PORT=$lport
+	(set +e; rev_as stolen sign r.ko >px/out 2>&1; echo $? >px/rc) 3>&- &
+	eventually 5 test -e px/held
+	PORT=$dport
+	cp "$R/revoked.crl" crl.pem
+	rev_hup
+	touch px/release
+	eventually 10 test -e px/rc
+	cat px/out
+	run cat px/rc
+	refute_output 0
+	assert_equal "$(sha r.ko)" "$before"
+	# Twin: the same way in, with the certificate not revoked, signs.
+	cp "$R/empty.crl" crl.pem
+	rev_hup
+	rm -rf px && mkdir px
+	lport=$(free_port)
+	hold_finished_proxy "$lport" px
+	eventually 5 test -e px/listening
+	PORT=$lport
+	(set +e; rev_as new sign r.ko >px/out 2>&1; echo $? >px/rc) 3>&- &
+	eventually 5 test -e px/held
+	touch px/release
+	eventually 10 test -e px/rc
+	run cat px/rc
+	assert_output 0
+}
