@@ -35,13 +35,12 @@ cleanup() {
 trap cleanup EXIT
 cd "$W"
 pki farm-ca
-printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\n' >san.ext
-issue signing-host farm-ca -extfile san.ext
+issue_server signing-host farm-ca DNS:localhost,IP:127.0.0.1
 # The same for an RSA-4096 server key: 5 ms of the event loop a handshake.
 openssl req -new -newkey rsa:4096 -nodes -subj /CN=signing-host-rsa -keyout signing-host-rsa.key \
 	-out signing-host-rsa.csr 2>/dev/null
 openssl x509 -req -in signing-host-rsa.csr -CA farm-ca.crt -CAkey farm-ca.key -CAcreateserial \
-	-days 30 -out signing-host-rsa.crt -extfile san.ext 2>/dev/null
+	-days 30 -out signing-host-rsa.crt -extfile signing-host.ext 2>/dev/null
 issue builder-1 farm-ca
 
 # record GROUP FILE: the first TLS record openssl's client sends offering

@@ -880,21 +880,23 @@ hold_tls() {
 }
 
 # The same with builder-3's v1 self-signed certificate, which OpenSSL
-# takes for a "V1 root" (so did 909c901, without partial chains).
+# takes for a "V1 root" (so did 909c901, without partial chains).  A v1
+# certificate has no extended key usage, so it is no client leaf itself
+# (row 100); twin: a builder of the sub-CA in the same file signs.
 @test "v1-self-signed-anchor-cannot-mint-names" {
 	rev_pki
 	mkdir -p "$R/mint" && (cd "$R/mint" && mint_pki) || return 1
-	rev_daemon mint/anchors.crt cn:builder-2 cn:builder-3
+	rev_daemon mint/anchors.crt cn:builder-2 cn:builder-1
 	refused "invalid CA certificate" rev_as mint/v1-minted
 	fresh ok.ko
-	run rev_as mint/v1 sign ok.ko
+	run rev_as new sign ok.ko
 	assert_success
 }
 
 mint_pki() {
 	[ -e done ] && return 0
-	printf 'keyUsage=digitalSignature,keyCertSign\nextendedKeyUsage=clientAuth\n' >kcs.ext
-	cp "$R/sub-a.crt" "$R/sub-a.key" . && issue kcs-b1 sub-a -extfile kcs.ext
+	cp "$R/sub-a.crt" "$R/sub-a.key" . &&
+		issue kcs-b1 sub-a keyUsage=digitalSignature,keyCertSign extendedKeyUsage=clientAuth
 	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
 		-subj /CN=builder-2 -keyout minted.key -out minted.csr 2>/dev/null
 	openssl x509 -req -in minted.csr -CA kcs-b1.crt -CAkey kcs-b1.key -CAcreateserial \
