@@ -307,20 +307,12 @@ PY
 	assert_success
 }
 
-# issue_as FILE CN: FILE.key and FILE.crt, a farm-CA certificate for CN.
-issue_as() {
-	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$2" \
-		-keyout "$1.key" -out "$1.csr" 2>/dev/null
-	openssl x509 -req -in "$1.csr" -CA farm-ca.crt -CAkey farm-ca.key -CAcreateserial \
-		-days 30 -out "$1.crt" 2>/dev/null
-}
-
 @test "cn-with-fields-in-name-quoted-in-audit-and-log" {
 	# Issue 28, 8: a CA-issued name that holds "addr=..." read as a second
 	# address in the audit record's peer field and in the log lines:
 	# cn=builder-1 addr=10.9.9.9:1 addr=127.0.0.1:60202.
 	tls_pki
-	issue_as forged 'builder-1 addr=10.9.9.9:1'
+	issue_cn forged 'builder-1 addr=10.9.9.9:1' farm-ca
 	tls_daemon --audit-log "$T/audit.jsonl"
 	fresh f.ko
 	run as forged sign f.ko
