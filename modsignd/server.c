@@ -809,6 +809,19 @@ static void conn_drain_tls(struct server *s, struct conn *c)
 		conn_readable(s, c);
 }
 
+/* Whether the peer on @fd hung up, or the socket failed, before sending a
+ * byte: SSL_accept() then only reads the end (no cryptography), so such a
+ * socket, like a silent one, costs its source no token and no share; a
+ * connect-and-close (a port scan, a health check) from a builder's address
+ * took one of its tokens. */
+static bool fd_gone(int fd)
+{
+	char b;
+	ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 static void conn_event(struct server *s, struct conn *c, uint32_t events)
 {
 	if (c->fd < 0)
@@ -817,7 +830,7 @@ static void conn_event(struct server *s, struct conn *c, uint32_t events)
 		conn_close(s, c); /* reported even unasked: gone while it waited */
 		return;
 	}
-	if (c->handshaking && !c->charged && !handshake_charge(s, c))
+	if (c->handshaking && !c->charged && !fd_gone(c->fd) && !handshake_charge(s, c))
 		return;
 	if (c->handshaking)
 		conn_handshake(s, c);

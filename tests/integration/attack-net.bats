@@ -672,3 +672,37 @@ PY
 	run tls builder-1 sign r.ko
 	assert_success
 }
+
+# ---- review of e7928b9 (h-adm) ------------------------------------------------
+# empty_conns N: from 127.0.0.1 (builder-1's own address), N TCP
+# connections that send nothing and hang up, half with a FIN, half with a
+# reset, one after another, each given time to be seen by the daemon.
+empty_conns() {
+	python3 - "$PORT" "$1" <<'PY'
+import socket, struct, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+for i in range(n):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); s.connect(("127.0.0.1", port))
+    if i % 2:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close(); time.sleep(0.05)
+PY
+}
+
+@test "handshake-rate-empty-connections-take-no-token" {
+	# A port scan or TCP health check from a builder's address: connect
+	# and hang up, not a byte sent.  On e7928b9 each took a token (and the
+	# ones past the burst were deferred), so the builder's own handshake
+	# then waited for the rate.
+	mkdir -m 0700 m
+	tls_daemon d --handshake-rate 1 --handshake-burst 2 --metrics-file "$T/m/d.prom"
+	run empty_conns 12
+	assert_success
+	fresh e.ko
+	run tls builder-1 sign e.ko
+	assert_success
+	run eventually 15 grep -q '^modsignd_signatures_issued_total{.*} 1$' m/d.prom
+	assert_success
+	run grep -x "modsignd_tls_handshakes_deferred_total 0" m/d.prom
+	assert_success
+}
