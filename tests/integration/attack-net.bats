@@ -706,3 +706,105 @@ PY
 	run grep -x "modsignd_tls_handshakes_deferred_total 0" m/d.prom
 	assert_success
 }
+
+# Deferred handshakes and one that sent a byte and stopped hold nothing for
+# ever: each ends at --handshake-timeout, counted as timed out, and the
+# address's token and share come back for a builder behind it.
+@test "handshake-timeout-ends-deferred-and-one-byte-handshakes" {
+	mkdir -m 0700 m
+	tls_daemon d --handshake-timeout 2 --handshake-rate 1 --handshake-burst 1 \
+		--max-handshakes-per-source 1 --metrics-file "$T/m/d.prom"
+	run python3 - "$PORT" <<'PY'
+import socket, ssl, sys, time
+port = int(sys.argv[1])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); ctx.load_verify_locations("farm-ca.crt")
+conns = []
+s = socket.socket(); s.bind(("127.0.0.2", 0)); s.connect(("127.0.0.1", port))
+s.sendall(b"\x16"); conns.append(s)      # one byte, then nothing: the share
+time.sleep(0.3)
+for _ in range(3):                       # whole hellos: deferred
+    inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
+    o = ctx.wrap_bio(inc, outg, server_hostname="localhost")
+    try: o.do_handshake()
+    except ssl.SSLWantReadError: pass
+    s = socket.socket(); s.bind(("127.0.0.2", 0)); s.connect(("127.0.0.1", port))
+    s.sendall(outg.read()); conns.append(s)
+t0 = time.time(); ended = []
+for s in conns:
+    s.settimeout(10)
+    try:
+        while s.recv(65536): pass
+    except OSError: pass
+    ended.append(time.time() - t0)
+print("ended after %.1f s at most" % max(ended))
+print("all ended" if max(ended) < 8 else "held")
+PY
+	echo "$output"
+	assert_line "all ended"
+	run eventually 15 awk '$1 == "modsignd_tls_handshakes_timed_out_total" && $2 >= 1 { f = 1 } END { exit !f }' m/d.prom
+	assert_success
+	# the address's builder signs afterwards
+	run python3 - "$PORT" <<'PY'
+import json, socket, ssl, struct, sys
+port = int(sys.argv[1])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); ctx.load_verify_locations("farm-ca.crt")
+ctx.load_cert_chain("builder-1.crt", "builder-1.key")
+raw = socket.socket(); raw.bind(("127.0.0.2", 0)); raw.connect(("127.0.0.1", port)); raw.settimeout(10)
+s = ctx.wrap_socket(raw, server_hostname="localhost")
+req = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
+s.sendall(struct.pack(">I", len(req)) + req)
+print("ok" if json.loads(s.recv(65536)[4:]).get("ok") else "refused")
+PY
+	assert_output ok
+}
+
+# The per-identity and per-source counts come back on every close: six
+# rounds of three connections as builder-1 under a cap of two (two
+# admitted, one refused over TLS), each round closed, a SIGHUP between
+# them: each round the same, never locked out.
+@test "per-identity-cap-counts-given-back-on-close" {
+	issue builder-2 farm-ca
+	tls_daemon cap --max-connections 16 --max-connections-per-identity 2
+	run python3 - "$PORT" "$MODSIGND_PID" <<'PY'
+import json, os, signal, socket, ssl, struct, sys, time
+port, pid = int(sys.argv[1]), int(sys.argv[2])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); ctx.load_verify_locations("farm-ca.crt")
+ctx.load_cert_chain("builder-1.crt", "builder-1.key")
+req = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
+def one():
+    raw = socket.socket(); raw.bind(("127.0.0.3", 0)); raw.connect(("127.0.0.1", port))
+    raw.settimeout(10)
+    s = ctx.wrap_socket(raw, server_hostname="localhost")
+    s.sendall(struct.pack(">I", len(req)) + req)
+    r = json.loads(s.recv(65536)[4:])
+    return s, "ok" if r.get("ok") else "refused"
+for rnd in range(6):
+    held = [one() for _ in range(3)]
+    print("round %d: %s" % (rnd, " ".join(r for _, r in held)), flush=True)
+    for s, _ in held: s.close()
+    if rnd == 2: os.kill(pid, signal.SIGHUP)
+    time.sleep(0.5)
+PY
+	echo "$output"
+	assert_equal "$(grep -c ': ok ok refused$' <<<"$output")" 6
+}
+
+# A ClientHello whose key share is for a group the daemon does not take
+# (x448) but whose list has X25519 gets a HelloRetryRequest; the second
+# ClientHello does the one key exchange of the handshake, which took one
+# token: with a burst of 1 nothing waits (a HelloRetryRequest makes the
+# daemon do no key exchange of its own: it is not charged twice, and
+# needs not be).
+@test "handshake-rate-hello-retry-one-token" {
+	mkdir -m 0700 m
+	tls_daemon d --handshake-rate 1 --handshake-burst 1 --metrics-file "$T/m/d.prom"
+	run timeout 20 openssl s_client -connect "127.0.0.1:$PORT" -groups x448:X25519 \
+		-CAfile farm-ca.crt -cert builder-1.crt -key builder-1.key -msg </dev/null
+	# two ClientHellos: the first answered by a HelloRetryRequest
+	assert_equal "$(grep -c 'Handshake .*, ClientHello$' <<<"$output")" 2
+	assert_output --partial "New, TLSv1.3"
+	assert_output --partial "Verify return code: 0 (ok)"
+	sleep 6 # a metrics write (every 5 s) after the handshake
+	run grep -qx "modsignd_tls_handshakes_deferred_total 0" m/d.prom
+	assert_success
+}
