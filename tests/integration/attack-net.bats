@@ -808,3 +808,47 @@ PY
 	run grep -qx "modsignd_tls_handshakes_deferred_total 0" m/d.prom
 	assert_success
 }
+
+# The source table recycles entries that hold nothing: a flood from more
+# addresses than it has entries (12 + 128 * 16 + 1024 here) must not
+# recycle the entry of an address that holds connections, which would
+# reset its count and let it past its cap (or make its closes count
+# below zero).
+@test "per-source-cap-survives-a-table-of-flooding-addresses" {
+	issue builder-2 farm-ca
+	tls_daemon cap --max-connections 16 --allow cn:builder-2
+	run timeout 120 python3 - "$PORT" <<'PY'
+import json, socket, ssl, struct, sys, time
+port = int(sys.argv[1])
+req = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
+def ctx_of(name):
+    c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); c.load_verify_locations("farm-ca.crt")
+    c.load_cert_chain(name + ".crt", name + ".key"); return c
+ctx = {n: ctx_of(n) for n in ("builder-1", "builder-2")}
+def one(name):
+    raw = socket.socket(); raw.bind(("127.0.0.3", 0)); raw.connect(("127.0.0.1", port))
+    raw.settimeout(10)
+    s = ctx[name].wrap_socket(raw, server_hostname="localhost")
+    s.sendall(struct.pack(">I", len(req)) + req)
+    r = json.loads(s.recv(65536)[4:])
+    return s, "ok" if r.get("ok") else "refused: " + r.get("error", "")
+held = [one("builder-1") for _ in range(5)] + [one("builder-2") for _ in range(4)]
+print("held:", " ".join(r for _, r in held))
+# 4000 other addresses, one byte each then a hang-up: an entry each
+for i in range(4000):
+    f = socket.socket(); f.bind(("127.2.%d.%d" % (i // 250, 1 + i % 250), 0))
+    f.connect(("127.0.0.1", port)); f.send(b"\x16"); f.close()
+    if i % 100 == 99: time.sleep(0.02)
+time.sleep(1)
+s, r = one("builder-2")
+print("tenth:", r)
+for s2, _ in held: s2.close()
+s.close(); time.sleep(0.5)
+again = [one(n) for n in ["builder-1"] * 5 + ["builder-2"] * 5]
+print("again:", " ".join(r.split(":")[0] for _, r in again))
+PY
+	echo "$output"
+	assert_line "held: ok ok ok ok ok ok ok ok ok"
+	assert_line "tenth: refused: too many connections from this address (9), try again later"
+	assert_line "again: ok ok ok ok ok ok ok ok ok refused"
+}
