@@ -769,7 +769,13 @@ static void conn_handshake(struct server *s, struct conn *c)
 static bool handshake_charge(struct server *s, struct conn *c)
 {
 	if (admission_start_handshake(s->adm, &c->source, now_ms())) {
+		/* charged and deferred never both: a deferred one charged
+		 * twice would hold a key-exchange place for good */
 		c->charged = true;
+		if (c->deferred) {
+			c->deferred = false;
+			s->n_deferred--;
+		}
 		return true;
 	}
 	if (!c->deferred) {
@@ -793,8 +799,6 @@ static void resume_deferred(struct server *s)
 			next = c->hs_next;
 			if (!c->deferred || !handshake_charge(s, c))
 				continue;
-			c->deferred = false;
-			s->n_deferred--;
 			conn_handshake(s, c);
 		}
 	}
