@@ -17,8 +17,9 @@
  *    among its source's --max-handshakes-per-source key exchanges; with
  *    either missing, the handshake is deferred (not read until both are
  *    there: server.c), not refused, so that a builder over the rate is
- *    slowed, never failed.  Tokens come back at --handshake-rate a second,
- *    up to --handshake-burst.  An entry is kept while it holds a handshake
+ *    slowed, not failed for it (though a handshake that waits still ends
+ *    at --handshake-timeout).  Tokens come back at --handshake-rate a
+ *    second, up to --handshake-burst.  An entry is kept while it holds a handshake
  *    or a connection, or its bucket is not full; a full table recycles the
  *    entry with the fullest bucket that holds neither, so an attacker with
  *    more addresses than the table has entries gets fresh buckets (the

@@ -781,7 +781,13 @@ static void conn_handshake(struct server *s, struct conn *c)
 static bool handshake_charge(struct server *s, struct conn *c)
 {
 	if (admission_start_handshake(s->adm, &c->source, now_ms())) {
+		/* charged and deferred never both: a deferred one charged
+		 * twice would hold a key-exchange place for good */
 		c->charged = true;
+		if (c->deferred) {
+			c->deferred = false;
+			s->n_deferred--;
+		}
 		return true;
 	}
 	if (!c->deferred) {
@@ -805,8 +811,6 @@ static void resume_deferred(struct server *s)
 			next = c->hs_next;
 			if (!c->deferred || !handshake_charge(s, c))
 				continue;
-			c->deferred = false;
-			s->n_deferred--;
 			conn_handshake(s, c);
 		}
 	}
@@ -821,6 +825,19 @@ static void conn_drain_tls(struct server *s, struct conn *c)
 		conn_readable(s, c);
 }
 
+/* Whether the peer on @fd hung up, or the socket failed, before sending a
+ * byte: SSL_accept() then only reads the end (no cryptography), so such a
+ * socket, like a silent one, costs its source no token and no share; a
+ * connect-and-close (a port scan, a health check) from a builder's address
+ * took one of its tokens. */
+static bool fd_gone(int fd)
+{
+	char b;
+	ssize_t n = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 static void conn_event(struct server *s, struct conn *c, uint32_t events)
 {
 	if (c->fd < 0)
@@ -829,7 +846,7 @@ static void conn_event(struct server *s, struct conn *c, uint32_t events)
 		conn_close(s, c); /* reported even unasked: gone while it waited */
 		return;
 	}
-	if (c->handshaking && !c->charged && !handshake_charge(s, c))
+	if (c->handshaking && !c->charged && !fd_gone(c->fd) && !handshake_charge(s, c))
 		return;
 	if (c->handshaking)
 		conn_handshake(s, c);

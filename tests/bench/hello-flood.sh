@@ -16,11 +16,16 @@
 # daemon: a one-time ECDSA P-256 signing key, default limits.
 #
 #   BENCH_KEEP=1   keep the working directory (its daemon.log)
+#   SOURCES=N      send from 127.0.0.2 .. 127.0.0.(N+1), round robin
+#                  (default 1: one address); each has a bucket of its own
+#   SERVERS="signing-host-rsa:RSA-4096"  GROUPS_="X25519"  a subset
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 B=$(realpath "${1:-$REPO/build}")
 COUNT=${COUNT:-300}
+SOURCES=${SOURCES:-1}
+CONC=${CONC:-30}
 . "$REPO/tests/helpers.sh"
 W=$(mktemp -d "${TMPDIR:-/tmp}/modsign-hello-flood.XXXXXX")
 MODSIGND=$B/modsignd
@@ -35,12 +40,13 @@ cleanup() {
 trap cleanup EXIT
 cd "$W"
 pki farm-ca
+printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' >san.ext
 issue_server signing-host farm-ca DNS:localhost,IP:127.0.0.1
 # The same for an RSA-4096 server key: 5 ms of the event loop a handshake.
 openssl req -new -newkey rsa:4096 -nodes -subj /CN=signing-host-rsa -keyout signing-host-rsa.key \
 	-out signing-host-rsa.csr 2>/dev/null
 openssl x509 -req -in signing-host-rsa.csr -CA farm-ca.crt -CAkey farm-ca.key -CAcreateserial \
-	-days 30 -out signing-host-rsa.crt -extfile signing-host.ext 2>/dev/null
+	-days 30 -out signing-host-rsa.crt -extfile san.ext 2>/dev/null
 issue builder-1 farm-ca
 
 # record GROUP FILE: the first TLS record openssl's client sends offering
@@ -66,15 +72,16 @@ PY
 # dropped for it): a connection is closed, and the next opened, once the
 # daemon has answered it or hung up.
 flood() {
-	python3 - "$1" "$2" "$COUNT" 2>>flood.err <<'PY' &
+	python3 - "$1" "$2" "$COUNT" "$SOURCES" "$CONC" 2>>flood.err <<'PY' &
 import selectors, socket, sys, time
 hello, port, n = open(sys.argv[1], "rb").read(), int(sys.argv[2]), int(sys.argv[3])
+sources = int(sys.argv[4])
 sel, sent = selectors.DefaultSelector(), 0
 def one():
     global sent
-    s = socket.socket(); s.bind(("127.0.0.2", 0)); s.connect(("127.0.0.1", port))
+    s = socket.socket(); s.bind(("127.0.0.%d" % (2 + sent % sources), 0)); s.connect(("127.0.0.1", port))
     s.sendall(hello); sel.register(s, selectors.EVENT_READ); sent += 1
-for _ in range(30): one()
+for _ in range(int(sys.argv[5])): one()
 open("flood.up", "w").close()
 while sel.get_map():
     for key, _ in sel.select():
@@ -97,8 +104,8 @@ elapsed() { # COMMAND...: wall time in ms, and "ok" or "failed"
 
 echo "| server key | hellos from one address | builder's TLS status | root's UNIX status | daemon CPU over the flood |"
 echo "|---|---|---|---|---|"
-for server in signing-host:ECDSA-P256 signing-host-rsa:RSA-4096; do
-for group in ffdhe8192 X25519; do
+for server in ${SERVERS:-signing-host:ECDSA-P256 signing-host-rsa:RSA-4096}; do
+for group in ${GROUPS_:-ffdhe8192 X25519}; do
 	record "$group" "$group.hello"
 	PORT=$(free_port)
 	MODSIGND_START_TIMEOUT=60 modsignd_start daemon.log --listen "unix:$W/d.sock" \
@@ -115,7 +122,7 @@ for group in ffdhe8192 X25519; do
 		--tls-cert builder-1.crt --tls-key builder-1.key status)
 	unix=$(elapsed "$CLIENT" --server "unix:$W/d.sock" status)
 	cpu1=$(cpu_ms "$MODSIGND_PID")
-	echo "| ${server#*:} | $COUNT × $group ($(stat -c %s "$group.hello") B each) | $tls | $unix | $(awk "BEGIN { print $cpu1 - $cpu0 }") ms |"
+	echo "| ${server#*:} | $COUNT × $group from $SOURCES address(es) ($(stat -c %s "$group.hello") B each) | $tls | $unix | $(awk "BEGIN { print $cpu1 - $cpu0 }") ms |"
 	kill "$FLOOD" "$MODSIGND_PID"
 	wait "$FLOOD" "$MODSIGND_PID" 2>/dev/null || true
 done

@@ -672,3 +672,183 @@ PY
 	run tls builder-1 sign r.ko
 	assert_success
 }
+
+# ---- review of e7928b9 (h-adm) ------------------------------------------------
+# empty_conns N: from 127.0.0.1 (builder-1's own address), N TCP
+# connections that send nothing and hang up, half with a FIN, half with a
+# reset, one after another, each given time to be seen by the daemon.
+empty_conns() {
+	python3 - "$PORT" "$1" <<'PY'
+import socket, struct, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+for i in range(n):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); s.connect(("127.0.0.1", port))
+    if i % 2:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    s.close(); time.sleep(0.05)
+PY
+}
+
+@test "handshake-rate-empty-connections-take-no-token" {
+	# A port scan or TCP health check from a builder's address: connect
+	# and hang up, not a byte sent.  On e7928b9 each took a token (and the
+	# ones past the burst were deferred), so the builder's own handshake
+	# then waited for the rate.
+	mkdir -m 0700 m
+	tls_daemon d --handshake-rate 1 --handshake-burst 2 --metrics-file "$T/m/d.prom"
+	run empty_conns 12
+	assert_success
+	fresh e.ko
+	run tls builder-1 sign e.ko
+	assert_success
+	run eventually 15 grep -q '^modsignd_signatures_issued_total{.*} 1$' m/d.prom
+	assert_success
+	run grep -x "modsignd_tls_handshakes_deferred_total 0" m/d.prom
+	assert_success
+}
+
+# Deferred handshakes and one that sent a byte and stopped hold nothing for
+# ever: each ends at --handshake-timeout, counted as timed out, and the
+# address's token and share come back for a builder behind it.
+@test "handshake-timeout-ends-deferred-and-one-byte-handshakes" {
+	mkdir -m 0700 m
+	tls_daemon d --handshake-timeout 2 --handshake-rate 1 --handshake-burst 1 \
+		--max-handshakes-per-source 1 --metrics-file "$T/m/d.prom"
+	run python3 - "$PORT" <<'PY'
+import socket, ssl, sys, time
+port = int(sys.argv[1])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); ctx.load_verify_locations("farm-ca.crt")
+conns = []
+s = socket.socket(); s.bind(("127.0.0.2", 0)); s.connect(("127.0.0.1", port))
+s.sendall(b"\x16"); conns.append(s)      # one byte, then nothing: the share
+time.sleep(0.3)
+for _ in range(3):                       # whole hellos: deferred
+    inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
+    o = ctx.wrap_bio(inc, outg, server_hostname="localhost")
+    try: o.do_handshake()
+    except ssl.SSLWantReadError: pass
+    s = socket.socket(); s.bind(("127.0.0.2", 0)); s.connect(("127.0.0.1", port))
+    s.sendall(outg.read()); conns.append(s)
+t0 = time.time(); ended = []
+for s in conns:
+    s.settimeout(10)
+    try:
+        while s.recv(65536): pass
+    except OSError: pass
+    ended.append(time.time() - t0)
+print("ended after %.1f s at most" % max(ended))
+print("all ended" if max(ended) < 8 else "held")
+PY
+	echo "$output"
+	assert_line "all ended"
+	run eventually 15 awk '$1 == "modsignd_tls_handshakes_timed_out_total" && $2 >= 1 { f = 1 } END { exit !f }' m/d.prom
+	assert_success
+	# the address's builder signs afterwards
+	run python3 - "$PORT" <<'PY'
+import json, socket, ssl, struct, sys
+port = int(sys.argv[1])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); ctx.load_verify_locations("farm-ca.crt")
+ctx.load_cert_chain("builder-1.crt", "builder-1.key")
+raw = socket.socket(); raw.bind(("127.0.0.2", 0)); raw.connect(("127.0.0.1", port)); raw.settimeout(10)
+s = ctx.wrap_socket(raw, server_hostname="localhost")
+req = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
+s.sendall(struct.pack(">I", len(req)) + req)
+print("ok" if json.loads(s.recv(65536)[4:]).get("ok") else "refused")
+PY
+	assert_output ok
+}
+
+# The per-identity and per-source counts come back on every close: six
+# rounds of three connections as builder-1 under a cap of two (two
+# admitted, one refused over TLS), each round closed, a SIGHUP between
+# them: each round the same, never locked out.
+@test "per-identity-cap-counts-given-back-on-close" {
+	issue builder-2 farm-ca
+	tls_daemon cap --max-connections 16 --max-connections-per-identity 2
+	run python3 - "$PORT" "$MODSIGND_PID" <<'PY'
+import json, os, signal, socket, ssl, struct, sys, time
+port, pid = int(sys.argv[1]), int(sys.argv[2])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); ctx.load_verify_locations("farm-ca.crt")
+ctx.load_cert_chain("builder-1.crt", "builder-1.key")
+req = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
+def one():
+    raw = socket.socket(); raw.bind(("127.0.0.3", 0)); raw.connect(("127.0.0.1", port))
+    raw.settimeout(10)
+    s = ctx.wrap_socket(raw, server_hostname="localhost")
+    s.sendall(struct.pack(">I", len(req)) + req)
+    r = json.loads(s.recv(65536)[4:])
+    return s, "ok" if r.get("ok") else "refused"
+for rnd in range(6):
+    held = [one() for _ in range(3)]
+    print("round %d: %s" % (rnd, " ".join(r for _, r in held)), flush=True)
+    for s, _ in held: s.close()
+    if rnd == 2: os.kill(pid, signal.SIGHUP)
+    time.sleep(0.5)
+PY
+	echo "$output"
+	assert_equal "$(grep -c ': ok ok refused$' <<<"$output")" 6
+}
+
+# A ClientHello whose key share is for a group the daemon does not take
+# (x448) but whose list has X25519 gets a HelloRetryRequest; the second
+# ClientHello does the one key exchange of the handshake, which took one
+# token: with a burst of 1 nothing waits (a HelloRetryRequest makes the
+# daemon do no key exchange of its own: it is not charged twice, and
+# needs not be).
+@test "handshake-rate-hello-retry-one-token" {
+	mkdir -m 0700 m
+	tls_daemon d --handshake-rate 1 --handshake-burst 1 --metrics-file "$T/m/d.prom"
+	run timeout 20 openssl s_client -connect "127.0.0.1:$PORT" -groups x448:X25519 \
+		-CAfile farm-ca.crt -cert builder-1.crt -key builder-1.key -msg </dev/null
+	# two ClientHellos: the first answered by a HelloRetryRequest
+	assert_equal "$(grep -c 'Handshake .*, ClientHello$' <<<"$output")" 2
+	assert_output --partial "New, TLSv1.3"
+	assert_output --partial "Verify return code: 0 (ok)"
+	sleep 6 # a metrics write (every 5 s) after the handshake
+	run grep -qx "modsignd_tls_handshakes_deferred_total 0" m/d.prom
+	assert_success
+}
+
+# The source table recycles entries that hold nothing: a flood from more
+# addresses than it has entries (12 + 128 * 16 + 1024 here) must not
+# recycle the entry of an address that holds connections, which would
+# reset its count and let it past its cap (or make its closes count
+# below zero).
+@test "per-source-cap-survives-a-table-of-flooding-addresses" {
+	issue builder-2 farm-ca
+	tls_daemon cap --max-connections 16 --allow cn:builder-2
+	run timeout 120 python3 - "$PORT" <<'PY'
+import json, socket, ssl, struct, sys, time
+port = int(sys.argv[1])
+req = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
+def ctx_of(name):
+    c = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT); c.load_verify_locations("farm-ca.crt")
+    c.load_cert_chain(name + ".crt", name + ".key"); return c
+ctx = {n: ctx_of(n) for n in ("builder-1", "builder-2")}
+def one(name):
+    raw = socket.socket(); raw.bind(("127.0.0.3", 0)); raw.connect(("127.0.0.1", port))
+    raw.settimeout(10)
+    s = ctx[name].wrap_socket(raw, server_hostname="localhost")
+    s.sendall(struct.pack(">I", len(req)) + req)
+    r = json.loads(s.recv(65536)[4:])
+    return s, "ok" if r.get("ok") else "refused: " + r.get("error", "")
+held = [one("builder-1") for _ in range(5)] + [one("builder-2") for _ in range(4)]
+print("held:", " ".join(r for _, r in held))
+# 4000 other addresses, one byte each then a hang-up: an entry each
+for i in range(4000):
+    f = socket.socket(); f.bind(("127.2.%d.%d" % (i // 250, 1 + i % 250), 0))
+    f.connect(("127.0.0.1", port)); f.send(b"\x16"); f.close()
+    if i % 100 == 99: time.sleep(0.02)
+time.sleep(1)
+s, r = one("builder-2")
+print("tenth:", r)
+for s2, _ in held: s2.close()
+s.close(); time.sleep(0.5)
+again = [one(n) for n in ["builder-1"] * 5 + ["builder-2"] * 5]
+print("again:", " ".join(r.split(":")[0] for _, r in again))
+PY
+	echo "$output"
+	assert_line "held: ok ok ok ok ok ok ok ok ok"
+	assert_line "tenth: refused: too many connections from this address (9), try again later"
+	assert_line "again: ok ok ok ok ok ok ok ok ok refused"
+}
