@@ -235,47 +235,23 @@ MANY=$(seq -s, -f '127.0.0.%g' 2 11)
 # (bytes that are no TLS record); then DIR/ready.  On DIR/go it opens a
 # UNIX connection too, then DIR/ready2; on DIR/stop it exits.
 holder() {
-	exec python3 - "$@" <<'PY'
-import json, os, socket, ssl, struct, sys, time
+	PYTHONPATH="$REPO/tests" exec python3 - "$@" <<'PY'
+import os, socket, sys, time
+from tlspeer import Peer, STATUS as req, client_ctx, frame_of
 port, unix, d = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-ctx.load_verify_locations("farm-ca.crt")
-ctx.load_cert_chain("builder-1.crt", "builder-1.key")
-req = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
-req = struct.pack(">I", len(req)) + req
+ctx = client_ctx("farm-ca.crt", "builder-1")
 held, out = [], open(d + "/lines", "w")
-def frame_of(buf):
-    if len(buf) >= 4 and len(buf) >= 4 + struct.unpack(">I", buf[:4])[0]:
-        return json.loads(buf[4:4 + struct.unpack(">I", buf[:4])[0]])
 def tls_conn():
     raw = socket.create_connection(("127.0.0.1", port), timeout=10)
-    inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
-    obj = ctx.wrap_bio(inc, outg, server_hostname="localhost")
-    first = b""
-    def pump():
-        nonlocal first
-        if outg.pending: raw.sendall(outg.read())
-        b = raw.recv(65536)
-        if not first: first = b
-        if not b: inc.write_eof()
-        else: inc.write(b)
-        return b
+    p = Peer(ctx, raw)
     try:
-        while True:
-            try: obj.do_handshake(); break
-            except ssl.SSLWantReadError:
-                if not pump(): raise
-        obj.write(req); raw.sendall(outg.read())
-        buf = b""
-        while frame_of(buf) is None:
-            try: buf += obj.read(65536)
-            except ssl.SSLWantReadError:
-                if not pump(): break
+        p.handshake()
+        p.send(req)
+        r = p.recv_frame()
     except Exception as e:
-        buf = b""
-    if first and first[0] not in (20, 21, 22, 23):
-        return "plaintext %r" % first[:40]
-    r = frame_of(buf)
+        r = None
+    if p.first and p.first[0] not in (20, 21, 22, 23):
+        return "plaintext %r" % p.first[:40]
     if r is None: return "nothing"
     held.append(raw)
     return "ok" if r.get("ok") else "tls-refused " + str(r.get("error"))
@@ -619,24 +595,19 @@ count_lines() { grep -cx "$1" cap/lines || true; }
 # ServerHello came), then waits up to 60 s for the rest and prints
 # "in the end answered=K".
 hellos() {
-	python3 - "$PORT" "$1" <<'PY'
-import json, select, socket, ssl, struct, sys, time
+	PYTHONPATH="$REPO/tests" python3 - "$PORT" "$1" <<'PY'
+import select, socket, sys, time
+from tlspeer import Peer, STATUS, client_ctx
 port, n = int(sys.argv[1]), int(sys.argv[2])
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-ctx.load_verify_locations("farm-ca.crt")
-ctx.load_cert_chain("builder-1.crt", "builder-1.key")
+ctx = client_ctx("farm-ca.crt", "builder-1")
 flood = []
 for _ in range(n):
-    inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
-    obj = ctx.wrap_bio(inc, outg, server_hostname="localhost")
-    try: obj.do_handshake()
-    except ssl.SSLWantReadError: pass
+    hello = Peer(ctx).hello()
     s = socket.socket(); s.bind(("127.0.0.2", 0)); s.connect(("127.0.0.1", port))
-    s.sendall(outg.read()); flood.append(s)
+    s.sendall(hello); flood.append(s)
 b = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=30),
                     server_hostname="localhost")
-req = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
-b.sendall(struct.pack(">I", len(req)) + req); b.recv(65536)
+b.sendall(STATUS); b.recv(65536)
 def answered():
     r, _, _ = select.select(flood, [], [], 0)
     return len(r)

@@ -83,47 +83,27 @@ PY
 # speed: the race that made same-source-silent-sockets-do-not-lock-out
 # fail on a loaded machine, made certain.
 unread_hello() {
-	python3 - "$PORT" "$DAEMON_PID" "$1" <<'PY'
-import json, os, signal, socket, ssl, struct, sys
+	PYTHONPATH="$REPO/tests" python3 - "$PORT" "$DAEMON_PID" "$1" <<'PY'
+import os, signal, socket, sys
+from tlspeer import Peer, STATUS, client_ctx
 port, pid, order = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-ctx.load_verify_locations("farm-ca.crt")
-ctx.load_cert_chain("builder-1.crt", "builder-1.key")
-inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
-obj = ctx.wrap_bio(inc, outg, server_hostname="localhost")
+p = Peer(client_ctx("farm-ca.crt", "builder-1"))
 silent = []
 os.kill(pid, signal.SIGSTOP)
 try:
     if order == "silent-first":
         silent.append(socket.create_connection(("127.0.0.1", port)))
-    raw = socket.create_connection(("127.0.0.1", port))
-    try: obj.do_handshake()
-    except ssl.SSLWantReadError: pass
-    raw.sendall(outg.read())
+    p.raw = raw = socket.create_connection(("127.0.0.1", port))
+    raw.sendall(p.hello())
     if order == "silent-after":
         silent.append(socket.create_connection(("127.0.0.1", port)))
 finally:
     os.kill(pid, signal.SIGCONT)
 raw.settimeout(10)
-def pump():
-    if outg.pending: raw.sendall(outg.read())
-    b = raw.recv(65536)
-    if not b: inc.write_eof()
-    else: inc.write(b)
-    return b
 try:
-    while True:
-        try: obj.do_handshake(); break
-        except ssl.SSLWantReadError:
-            if not pump(): raise
-    req = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
-    obj.write(struct.pack(">I", len(req)) + req); raw.sendall(outg.read())
-    buf = b""
-    while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
-        try: buf += obj.read(65536)
-        except ssl.SSLWantReadError:
-            if not pump(): raise
-    r = json.loads(buf[4:])
+    p.handshake()
+    p.send(STATUS)
+    r = p.recv_frame()
     print("ok" if r.get("ok") else "refused " + str(r.get("error")))
 except Exception as e:
     print("failed: %s" % e)
@@ -157,17 +137,15 @@ PY
 # first flight after connecting (descheduled on a loaded machine) is the
 # oldest silent socket of its address.
 late_hello() {
-	python3 - "$PORT" "$1" <<'PY'
-import json, socket, ssl, struct, sys
+	PYTHONPATH="$REPO/tests" python3 - "$PORT" "$1" <<'PY'
+import json, socket, struct, sys
+from tlspeer import STATUS, client_ctx
 port, n = int(sys.argv[1]), int(sys.argv[2])
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-ctx.load_verify_locations("farm-ca.crt")
-ctx.load_cert_chain("builder-1.crt", "builder-1.key")
+ctx = client_ctx("farm-ca.crt", "builder-1")
 def status(raw):
     raw.settimeout(10)
     s = ctx.wrap_socket(raw, server_hostname="localhost")
-    req = json.dumps({"v": 1, "id": 1, "op": "status"}).encode()
-    s.sendall(struct.pack(">I", len(req)) + req)
+    s.sendall(STATUS)
     buf = b""
     while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
         b = s.recv(65536)
