@@ -342,12 +342,11 @@ PY
 # hammer NAME N: N handshakes with NAME's certificate, each read to the end
 # (the daemon's refusal, then its close).
 hammer() {
-	python3 - "$PORT" "$1" "$2" <<'PY'
+	PYTHONPATH="$REPO/tests" python3 - "$PORT" "$1" "$2" <<'PY'
 import socket, ssl, sys
+from tlspeer import client_ctx
 port, who, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-ctx.load_verify_locations("ca.crt")
-ctx.load_cert_chain(who + ".crt", who + ".key")
+ctx = client_ctx("ca.crt", who)
 for _ in range(n):
     with socket.create_connection(("127.0.0.1", port)) as raw:
         try:
@@ -425,34 +424,24 @@ PY
 # sending, with its Finished, a byte of a request and close_notify in one
 # write, then reading to the end.
 hammer_with_data() {
-	python3 - "$PORT" "$1" "$2" <<'PY'
+	PYTHONPATH="$REPO/tests" python3 - "$PORT" "$1" "$2" <<'PY'
 import socket, ssl, sys
+from tlspeer import Peer, client_ctx
 port, who, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
-ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-ctx.load_verify_locations("ca.crt")
-ctx.load_cert_chain(who + ".crt", who + ".key")
+ctx = client_ctx("ca.crt", who)
 for _ in range(n):
-    i, o = ssl.MemoryBIO(), ssl.MemoryBIO()
-    t = ctx.wrap_bio(i, o, server_hostname="127.0.0.1")
+    p = Peer(ctx, server_hostname="127.0.0.1")
     with socket.create_connection(("127.0.0.1", port)) as s:
+        p.raw = s
         s.settimeout(10)
         try:
-            while True:
-                try:
-                    t.do_handshake()
-                    break
-                except ssl.SSLWantReadError:
-                    s.sendall(o.read())
-                    d = s.recv(65536)
-                    if not d:
-                        raise OSError("eof")
-                    i.write(d)
-            t.write(b"\0")
+            p.handshake()
+            p.obj.write(b"\0")
             try:
-                t.unwrap()
+                p.obj.unwrap()
             except ssl.SSLWantReadError:
                 pass
-            s.sendall(o.read())
+            s.sendall(p.outg.read())
             while s.recv(4096): pass
         except (ssl.SSLError, OSError):
             pass
