@@ -95,6 +95,13 @@ static int server_leaf_cb(int ok, X509_STORE_CTX *ctx)
 
 	if (!ok || X509_STORE_CTX_get_error_depth(ctx) != 0 || !x)
 		return ok;
+	/* A CA:TRUE certificate is a sub-CA, not a signing host's: refused,
+	 * as the daemon refuses a builder's (tls_check_client_leaf()).  The
+	 * leaves it could issue still chain (SECURITY.md, known gaps). */
+	if (X509_get_extension_flags(x) & EXFLAG_CA) {
+		X509_STORE_CTX_set_error(ctx, X509_V_ERR_INVALID_NON_CA);
+		return 0;
+	}
 	/* X509_get_extended_key_usage() is all ones when there is none. */
 	if (!(X509_get_extension_flags(x) & EXFLAG_XKUSAGE) ||
 	    !(X509_get_extended_key_usage(x) & XKU_SSL_SERVER)) {

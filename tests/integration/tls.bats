@@ -35,6 +35,8 @@ setup_file() {
 	issue_server ip-host farm-ca IP:127.0.0.1
 	issue_server partial-wildcard farm-ca 'DNS:s*.farm.test'
 	issue_server full-wildcard farm-ca 'DNS:*.farm.test'
+	issue ca-true-host farm-ca subjectAltName=DNS:localhost,IP:127.0.0.1 \
+		extendedKeyUsage=serverAuth basicConstraints=critical,CA:TRUE
 	# An expired certificate: openssl ca can set dates in the past.
 	mkdir -p ca/new && : >ca/index && echo 1000 >ca/serial
 	cat >ca.cnf <<-CNF
@@ -460,6 +462,14 @@ server_refused() {
 	run to localhost status
 	assert_failure
 	assert_output --partial "hostname mismatch"
+}
+
+# A server certificate that can issue others, as a signing host's: the
+# daemon refuses a builder's (attack-daemon: tls-ca-true-client-cert-refused).
+@test "tls-server-ca-true-cert-refused" {
+	farm_showing ca-true-host
+	run to localhost status
+	server_refused "has CA markings"
 }
 
 # ---- SIGHUP: new policy, same keys ------------------------------------------
