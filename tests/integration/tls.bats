@@ -37,6 +37,8 @@ setup_file() {
 	issue_server full-wildcard farm-ca 'DNS:*.farm.test'
 	issue ca-true-host farm-ca subjectAltName=DNS:localhost,IP:127.0.0.1 \
 		extendedKeyUsage=serverAuth basicConstraints=critical,CA:TRUE
+	issue_server short-address farm-ca DNS:127.1
+	issue_server other-address farm-ca IP:177.0.0.1
 	# An expired certificate: openssl ca can set dates in the past.
 	mkdir -p ca/new && : >ca/index && echo 1000 >ca/serial
 	cat >ca.cnf <<-CNF
@@ -470,6 +472,23 @@ server_refused() {
 	farm_showing ca-true-host
 	run to localhost status
 	server_refused "has CA markings"
+}
+
+# "127.1" is 127.0.0.1 to getaddrinfo() (inet_aton()), but no address to
+# OpenSSL: the client connected to 127.0.0.1 and took a certificate with
+# DNS:127.1, a name, for it.
+@test "tls-server-short-address-refused" {
+	farm_showing short-address
+	run to 127.1 status
+	server_refused "127.1: an IPv4 address must be written a.b.c.d"
+}
+
+# "0177.0.0.1" is 127.0.0.1 to getaddrinfo() (octal) and 177.0.0.1 to
+# OpenSSL: the client connected to one address and checked another's.
+@test "tls-server-octal-address-refused" {
+	farm_showing other-address
+	run to 0177.0.0.1 status
+	server_refused "0177.0.0.1: an IPv4 address must be written a.b.c.d"
 }
 
 # ---- SIGHUP: new policy, same keys ------------------------------------------
