@@ -130,12 +130,12 @@ static int expect_server(SSL *ssl, const char *host)
 	SSL_set_purpose(ssl, X509_PURPOSE_SSL_SERVER);
 	SSL_set_hostflags(ssl, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT |
 				       X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
-	SSL_set_tlsext_host_name(ssl, host);
 	/* An address in inet_pton()'s form, the one getaddrinfo() connected
-	 * to (odd_address() refused the others). */
+	 * to (odd_address() refused the others); no SNI (RFC 6066 3). */
 	if (inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1)
 		return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 ? 0 :
 										      -ENOMEM;
+	SSL_set_tlsext_host_name(ssl, host);
 	return SSL_set1_host(ssl, host) == 1 ? 0 : -ENOMEM;
 }
 

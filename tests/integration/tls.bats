@@ -491,6 +491,32 @@ server_refused() {
 	server_refused "0177.0.0.1: an IPv4 address must be written a.b.c.d"
 }
 
+# RFC 6066 3: no literal address as a server name (SNI).  openssl
+# s_server -trace shows the ClientHello's extensions.
+sni_of() { # HOST: the trace of builder-1's ClientHello to tls:HOST:$PORT
+	local pid
+	timeout 20 openssl s_server -trace -naccept 1 -tls1_3 -accept "$PORT" \
+		-cert "$P/signing-host.crt" -key "$P/signing-host.key" \
+		< <(sleep 20) >trace.out 2>&1 & # stdin open: at EOF it stops
+	pid=$!
+	eventually 5 grep -q ACCEPT trace.out
+	timeout 5 "$C" --server "tls:$1:$PORT" --tls-ca "$P/farm-ca.crt" \
+		--tls-cert "$P/builder-1.crt" --tls-key "$P/builder-1.key" status >/dev/null 2>&1
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	grep -ac 'extension_type=server_name' trace.out
+}
+
+@test "tls-client-sends-no-sni-for-an-address" {
+	run sni_of 127.0.0.1
+	assert_output 0
+}
+
+@test "twin-tls-client-sends-sni-for-a-name" {
+	run sni_of localhost
+	assert_output 1
+}
+
 # ---- SIGHUP: new policy, same keys ------------------------------------------
 # The daemon logs the SIGHUP on its main thread just before acting on it,
 # and serves no request in between: once the line is there, one attempt.
