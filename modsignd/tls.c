@@ -18,9 +18,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY *, EVP_PKEY_free)
  * What a client certificate must be beyond chaining to --tls-client-ca: a
  * leaf made for TLS clients.  OpenSSL's ssl_client purpose already looks at
  * the leaf's extended key usage, key usage and nsCertType, but it accepts a
- * leaf with basicConstraints CA:TRUE: such a certificate can issue others,
- * so a builder holding one could mint any identity the CA is trusted for if
- * the CA bundle ever also named it.  And it accepts a leaf with no
+ * leaf with basicConstraints CA:TRUE: such a certificate can issue others.
+ * Refusing it as a leaf does not stop its holder from minting a leaf with
+ * any CN and sending the CA:TRUE one as its intermediate (SECURITY.md,
+ * known gaps: an issuer pin does).  And it accepts a leaf with no
  * extended key usage, which OpenSSL takes as fit for every purpose: the
  * farm CA's certificate for a signing host (CN = its host name, which an
  * allow rule may name), or one it issued for anything else, would pass
