@@ -43,6 +43,20 @@ int tls_check_client_leaf(X509 *x)
 	return 0;
 }
 
+bool tls_own_cert_clients_take(SSL_CTX *ctx)
+{
+	X509 *x = SSL_CTX_get0_certificate(ctx);
+	uint32_t flags = x ? X509_get_extension_flags(x) : 0;
+	int crit = 0;
+	GENERAL_NAMES *san = x ? X509_get_ext_d2i(x, NID_subject_alt_name, &crit, NULL) : NULL;
+	bool ok = san && sk_GENERAL_NAME_num(san) > 0 && !(flags & (EXFLAG_CA | EXFLAG_INVALID)) &&
+		  (flags & EXFLAG_XKUSAGE) && (X509_get_extended_key_usage(x) & XKU_SSL_SERVER);
+
+	GENERAL_NAMES_free(san);
+	ERR_clear_error();
+	return ok;
+}
+
 /* Only the leaf, and only once it verified; the chain's own checks stay. */
 static int verify_cb(int ok, X509_STORE_CTX *ctx)
 {

@@ -107,6 +107,23 @@ fresh() { cp "$(real_modules 1)" "$1" && "$C" strip "$1"; }
 	assert_success
 }
 
+# A server certificate of old (no subjectAltName, no EKU), which every
+# client now refuses: said at start and by --check-config, not refused.
+@test "check-config-warns-server-cert-clients-refuse" {
+	for cert in builder-shaped no-eku-host ca-true-host; do
+		sed "s|$P/signing-host\.|$P/$cert.|" modsignd.conf >old.conf
+		run "$MODSIGND" --config old.conf --check-config
+		assert_success
+		assert_output --partial "$P/$cert.crt: modsign-client refuses it"
+	done
+}
+
+@test "twin-check-config-server-cert-clients-take" {
+	run "$MODSIGND" --config modsignd.conf --check-config
+	assert_success
+	refute_output --partial "refuses it"
+}
+
 @test "check-config-rejects-bad-line" {
 	printf 'listen unix:/x\n' >bad1.conf
 	run "$MODSIGND" --config bad1.conf --check-config
