@@ -301,8 +301,7 @@ PY
 # audit log audit.jsonl.
 reasons_daemon() {
 	pki ca
-	printf 'subjectAltName=IP:127.0.0.1\n' >san.ext
-	issue host ca -extfile san.ext
+	issue_server host ca IP:127.0.0.1
 	issue builder ca
 	issue revoked ca
 	PORT=$(free_port)
