@@ -177,13 +177,9 @@ PY
 	assert_success
 }
 
-# issue_as FILE CN: FILE.key and FILE.crt, a farm-CA certificate for CN.
-issue_as() {
-	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$2" \
-		-keyout "$1.key" -out "$1.csr" 2>/dev/null
-	openssl x509 -req -in "$1.csr" -CA farm-ca.crt -CAkey farm-ca.key -CAcreateserial \
-		-days 30 -out "$1.crt" 2>/dev/null
-}
+# issue_as FILE CN: FILE.key and FILE.crt, a farm-CA builder's
+# certificate (clientAuth) for CN.
+issue_as() { issue_cn "$1" "$2" farm-ca; }
 
 @test "cn-with-fields-in-name-quoted-in-audit-and-log" {
 	# Issue 28, 8: a CA-issued name that holds "addr=..." read as a second
