@@ -41,9 +41,10 @@ void conn_set_timeouts(int fd, unsigned ms);
 
 /* Connect to @t (a tls: target; by name when it has no address) within
  * @timeout_ms and complete the TLS handshake within as long.  The server's
- * certificate must chain to --tls-ca, name the target's host in its
- * subjectAltName (a DNS name, a whole-label wildcard, or an IP address;
- * never its CN) and serverAuth in its extended key usage.  On failure
+ * certificate must chain to --tls-ca, not be CA:TRUE, name the target's
+ * host in its subjectAltName (a DNS name, a whole-label wildcard, or an
+ * IP address as inet_pton() reads it; never its CN) and serverAuth in its
+ * extended key usage.  On failure
  * *@ret_err may name the reason (else strerror of the result). */
 int conn_open_tls(struct conn *c, const struct conn_target *t,
 		  const struct conn_tls *tls, unsigned timeout_ms, const char **ret_err);

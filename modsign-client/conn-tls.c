@@ -4,6 +4,7 @@
  * --tls-ca, the name it was asked for and serverAuth (expect_server()),
  * our certificate for mutual TLS.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <netdb.h>
@@ -11,6 +12,7 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +98,13 @@ static int server_leaf_cb(int ok, X509_STORE_CTX *ctx)
 
 	if (!ok || X509_STORE_CTX_get_error_depth(ctx) != 0 || !x)
 		return ok;
+	/* A CA:TRUE certificate is a sub-CA, not a signing host's: refused,
+	 * as the daemon refuses a builder's (tls_check_client_leaf()).  The
+	 * leaves it could issue still chain (SECURITY.md, known gaps). */
+	if (X509_get_extension_flags(x) & EXFLAG_CA) {
+		X509_STORE_CTX_set_error(ctx, X509_V_ERR_INVALID_NON_CA);
+		return 0;
+	}
 	/* X509_get_extended_key_usage() is all ones when there is none. */
 	if (!(X509_get_extension_flags(x) & EXFLAG_XKUSAGE) ||
 	    !(X509_get_extended_key_usage(x) & XKU_SSL_SERVER)) {
@@ -116,14 +125,41 @@ static int server_leaf_cb(int ok, X509_STORE_CTX *ctx)
  */
 static int expect_server(SSL *ssl, const char *host)
 {
+	unsigned char a[sizeof(struct in6_addr)];
+
 	SSL_set_verify(ssl, SSL_VERIFY_PEER, server_leaf_cb);
 	SSL_set_purpose(ssl, X509_PURPOSE_SSL_SERVER);
 	SSL_set_hostflags(ssl, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT |
 				       X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+	/* An address in inet_pton()'s form, the one getaddrinfo() connected
+	 * to (odd_address() refused the others); no SNI (RFC 6066 3). */
+	if (inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1)
+		return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 ? 0 :
+										      -ENOMEM;
 	SSL_set_tlsext_host_name(ssl, host);
-	if (X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1)
-		return 0;
 	return SSL_set1_host(ssl, host) == 1 ? 0 : -ENOMEM;
+}
+
+/*
+ * Whether @host is an address to getaddrinfo() in a form other than
+ * inet_pton()'s: inet_aton() takes "127.1", "2130706433", "0x7f.1" and
+ * "0177.0.0.1" (octal) for 127.0.0.1, and IPv6 with a "%zone".  OpenSSL
+ * reads these as a DNS name (taken by a certificate with DNS:127.1) or
+ * as another address (0177.0.0.1 is 177.0.0.1 to it): the certificate
+ * checked would not be the address connected to.
+ */
+static bool odd_address(const char *host)
+{
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST }, *ai = NULL;
+	unsigned char a[sizeof(struct in6_addr)];
+	bool odd;
+
+	if (inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1)
+		return false;
+	odd = getaddrinfo(host, NULL, &hints, &ai) == 0;
+	if (ai)
+		freeaddrinfo(ai);
+	return odd;
 }
 
 /* ssl_reason(), and for a server certificate refused, which check refused
@@ -244,6 +280,13 @@ int conn_open_tls(struct conn *c, const struct conn_target *target,
 	/* A client names the server: ":PORT" is no address to connect to. */
 	if (split_host_port(hp, &host, &port) < 0 || !*host)
 		return (*ret_err = "expected tls:HOST:PORT"), -EINVAL;
+	if (odd_address(host)) {
+		static char why[NI_MAXHOST + 96]; /* *@ret_err: one client, one server */
+
+		snprintf(why, sizeof(why), "%.*s: an IPv4 address must be written a.b.c.d, "
+			 "an IPv6 one without %%zone", NI_MAXHOST, host);
+		return (*ret_err = why), -EINVAL;
+	}
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;

@@ -207,6 +207,10 @@ static int setup_tls(struct daemon *d)
 	r = tls_ctx_new(&d->opt.tls, &d->tls, why, sizeof(why));
 	if (r < 0)
 		return log_error_errno(r, "TLS: %s", why);
+	if (!tls_own_cert_clients_take(d->tls))
+		log_warning("TLS: %s: modsign-client refuses it: it needs a subjectAltName, "
+			    "serverAuth and no CA:TRUE (docs/BUILD-FARM.md, \"Certificates "
+			    "issued before the usage checks\")", d->opt.tls.cert);
 	return load_crl(d, NULL);
 }
 

@@ -19,9 +19,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY *, EVP_PKEY_free)
  * What a client certificate must be beyond chaining to --tls-client-ca: a
  * leaf made for TLS clients.  OpenSSL's ssl_client purpose already looks at
  * the leaf's extended key usage, key usage and nsCertType, but it accepts a
- * leaf with basicConstraints CA:TRUE: such a certificate can issue others,
- * so a builder holding one could mint any identity the CA is trusted for if
- * the CA bundle ever also named it.  And it accepts a leaf with no
+ * leaf with basicConstraints CA:TRUE: such a certificate can issue others.
+ * Refusing it as a leaf does not stop its holder from minting a leaf with
+ * any CN and sending the CA:TRUE one as its intermediate (SECURITY.md,
+ * known gaps: an issuer pin does).  And it accepts a leaf with no
  * extended key usage, which OpenSSL takes as fit for every purpose: the
  * farm CA's certificate for a signing host (CN = its host name, which an
  * allow rule may name), or one it issued for anything else, would pass
@@ -41,6 +42,20 @@ int tls_check_client_leaf(X509 *x)
 	if (X509_check_purpose(x, X509_PURPOSE_SSL_CLIENT, 0) != 1)
 		return -EPERM;
 	return 0;
+}
+
+bool tls_own_cert_clients_take(SSL_CTX *ctx)
+{
+	X509 *x = SSL_CTX_get0_certificate(ctx);
+	uint32_t flags = x ? X509_get_extension_flags(x) : 0;
+	int crit = 0;
+	GENERAL_NAMES *san = x ? X509_get_ext_d2i(x, NID_subject_alt_name, &crit, NULL) : NULL;
+	bool ok = san && sk_GENERAL_NAME_num(san) > 0 && !(flags & (EXFLAG_CA | EXFLAG_INVALID)) &&
+		  (flags & EXFLAG_XKUSAGE) && (X509_get_extended_key_usage(x) & XKU_SSL_SERVER);
+
+	GENERAL_NAMES_free(san);
+	ERR_clear_error();
+	return ok;
 }
 
 /*

@@ -65,6 +65,11 @@ bool tls_peer_revoked(SSL *ssl);
  */
 int tls_check_client_leaf(X509 *x);
 
+/* Whether modsign-client takes @ctx's own certificate for a signing
+ * host's: subjectAltName, serverAuth in its extended key usage, not
+ * CA:TRUE (the names in it are the client's to check). */
+bool tls_own_cert_clients_take(SSL_CTX *ctx);
+
 /* Whether the @n bytes at @s, NUL-terminated after them, are well-formed
  * UTF-8 (lib/util.h: utf8_seq_len) of characters fit for a name: see
  * tls_peer_cn(). */

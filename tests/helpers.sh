@@ -83,6 +83,10 @@ issue_cn() {
 	local name=$1 cn=$2 ca=$3
 	shift 3
 	[ $# -gt 0 ] || set -- extendedKeyUsage=clientAuth
+	for ext; do # the openssl options of the old issue() are no extensions
+		case $ext in -*) echo "issue_cn $name: '$ext': an extension line, not an option" >&2
+			return 1 ;; esac
+	done
 	printf '%s\n' "$@" >"$name.ext"
 	openssl req -new -utf8 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$cn" \
 		-keyout "$name.key" -out "$name.csr" 2>/dev/null

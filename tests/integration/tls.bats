@@ -35,6 +35,10 @@ setup_file() {
 	issue_server ip-host farm-ca IP:127.0.0.1
 	issue_server partial-wildcard farm-ca 'DNS:s*.farm.test'
 	issue_server full-wildcard farm-ca 'DNS:*.farm.test'
+	issue ca-true-host farm-ca subjectAltName=DNS:localhost,IP:127.0.0.1 \
+		extendedKeyUsage=serverAuth basicConstraints=critical,CA:TRUE
+	issue_server short-address farm-ca DNS:127.1
+	issue_server other-address farm-ca IP:177.0.0.1
 	# An expired certificate: openssl ca can set dates in the past.
 	mkdir -p ca/new && : >ca/index && echo 1000 >ca/serial
 	cat >ca.cnf <<-CNF
@@ -101,6 +105,23 @@ fresh() { cp "$(real_modules 1)" "$1" && "$C" strip "$1"; }
 @test "check-config-ok" {
 	run "$MODSIGND" --config modsignd.conf --check-config
 	assert_success
+}
+
+# A server certificate of old (no subjectAltName, no EKU), which every
+# client now refuses: said at start and by --check-config, not refused.
+@test "check-config-warns-server-cert-clients-refuse" {
+	for cert in builder-shaped no-eku-host ca-true-host; do
+		sed "s|$P/signing-host\.|$P/$cert.|" modsignd.conf >old.conf
+		run "$MODSIGND" --config old.conf --check-config
+		assert_success
+		assert_output --partial "$P/$cert.crt: modsign-client refuses it"
+	done
+}
+
+@test "twin-check-config-server-cert-clients-take" {
+	run "$MODSIGND" --config modsignd.conf --check-config
+	assert_success
+	refute_output --partial "refuses it"
 }
 
 @test "check-config-rejects-bad-line" {
@@ -460,6 +481,57 @@ server_refused() {
 	run to localhost status
 	assert_failure
 	assert_output --partial "hostname mismatch"
+}
+
+# A server certificate that can issue others, as a signing host's: the
+# daemon refuses a builder's (attack-daemon: tls-ca-true-client-cert-refused).
+@test "tls-server-ca-true-cert-refused" {
+	farm_showing ca-true-host
+	run to localhost status
+	server_refused "has CA markings"
+}
+
+# "127.1" is 127.0.0.1 to getaddrinfo() (inet_aton()), but no address to
+# OpenSSL: the client connected to 127.0.0.1 and took a certificate with
+# DNS:127.1, a name, for it.
+@test "tls-server-short-address-refused" {
+	farm_showing short-address
+	run to 127.1 status
+	server_refused "127.1: an IPv4 address must be written a.b.c.d"
+}
+
+# "0177.0.0.1" is 127.0.0.1 to getaddrinfo() (octal) and 177.0.0.1 to
+# OpenSSL: the client connected to one address and checked another's.
+@test "tls-server-octal-address-refused" {
+	farm_showing other-address
+	run to 0177.0.0.1 status
+	server_refused "0177.0.0.1: an IPv4 address must be written a.b.c.d"
+}
+
+# RFC 6066 3: no literal address as a server name (SNI).  openssl
+# s_server -trace shows the ClientHello's extensions.
+sni_of() { # HOST: the trace of builder-1's ClientHello to tls:HOST:$PORT
+	local pid
+	timeout 20 openssl s_server -trace -naccept 1 -tls1_3 -accept "$PORT" \
+		-cert "$P/signing-host.crt" -key "$P/signing-host.key" \
+		< <(sleep 20) >trace.out 2>&1 & # stdin open: at EOF it stops
+	pid=$!
+	eventually 5 grep -q ACCEPT trace.out
+	timeout 5 "$C" --server "tls:$1:$PORT" --tls-ca "$P/farm-ca.crt" \
+		--tls-cert "$P/builder-1.crt" --tls-key "$P/builder-1.key" status >/dev/null 2>&1
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	grep -ac 'extension_type=server_name' trace.out
+}
+
+@test "tls-client-sends-no-sni-for-an-address" {
+	run sni_of 127.0.0.1
+	assert_output 0
+}
+
+@test "twin-tls-client-sends-sni-for-a-name" {
+	run sni_of localhost
+	assert_output 1
 }
 
 # ---- SIGHUP: new policy, same keys ------------------------------------------
