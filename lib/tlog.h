@@ -28,6 +28,9 @@
 /* Largest entry we write or accept: an entry bundle's length prefix is 16
  * bits; ours hold a module name of at most PROTO_MAX_MODULE bytes. */
 #define TLOG_MAX_ENTRY 16384u
+/* Largest entry bundle of a full tile (each entry with its 2-byte
+ * length): what a tile reader or writer must hold. */
+#define TLOG_BUNDLE_MAX (TLOG_TILE_WIDTH * (2 + TLOG_MAX_ENTRY))
 #define TLOG_MAX_PATH 96u
 
 /* RFC 6962: leaf hash H(0x00 || entry) and node hash H(0x01 || l || r). */

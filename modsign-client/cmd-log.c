@@ -36,7 +36,6 @@
 #include "tlog.h"
 #include "util.h"
 
-#define BUNDLE_MAX (TLOG_TILE_WIDTH * (2 + TLOG_MAX_ENTRY))
 #define MAX_MODULES 4096
 
 struct checkpoint {
@@ -327,7 +326,7 @@ static int audit_bundle(struct audit *a, uint64_t index, unsigned width)
 	int r;
 
 	tlog_tile_path(path, TLOG_LEVEL_ENTRIES, index, width);
-	r = read_tile(a, path, a->bundle, BUNDLE_MAX, &got);
+	r = read_tile(a, path, a->bundle, TLOG_BUNDLE_MAX, &got);
 	if (r == -EFBIG)
 		return failf(a, "%s: larger than any bundle", path);
 	if (r < 0)
@@ -516,7 +515,7 @@ static int verify_dir(struct audit *a, const struct checkpoint *cp)
 	int r, missing = 0;
 
 	a->tree = calloc(1, sizeof(*a->tree));
-	a->bundle = malloc(BUNDLE_MAX);
+	a->bundle = malloc(TLOG_BUNDLE_MAX);
 	if (!a->tree || !a->bundle)
 		return -ENOMEM;
 	r = audit_dir(a, cp);

@@ -35,17 +35,18 @@
 #include "paths.h"
 #include "pkcs7.h"
 #include "pool.h"
+#include "protocol.h"
 #include "util.h"
 
-/* Requests in flight on each connection (the daemon takes up to
- * SERVER_MAX_INFLIGHT, 1024): enough that the daemon's workers keep
+/* Requests in flight on each connection (PROTO_SIGN_WINDOW, what the
+ * daemon takes, 1024): enough that the daemon's workers keep
  * signing while a group of signatures is being made durable (an
  * fdatasync, or a transparency log's tiles and checkpoint: 1-60 ms on a
  * shared disk) and the next group gathers.  At 32, then 128, the RSA-2048
  * batch with a log on disk ran at 44%, then 52-65%, of the rate without
  * one: the window filled during a commit and the workers ran dry; at 256
  * (two of the daemon's groups) 92-96%, at 1024 97-98% (docs/PERFORMANCE.md). */
-#define SIGN_WINDOW 1024
+#define SIGN_WINDOW PROTO_SIGN_WINDOW
 /* Descriptors a module in flight holds: the module, its directory, the
  * directory of its detached signature. */
 #define SIGN_ITEM_FDS 3

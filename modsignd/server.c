@@ -507,7 +507,7 @@ static void handle_sign(struct server *s, struct conn *c, struct request *req)
 /* The checkpoint and key, or a piece of a tile (docs/PROTOCOL.md, "log"). */
 static void handle_log(struct server *s, struct conn *c, const struct request *req)
 {
-	uint8_t buf[SERVER_LOG_CHUNK];
+	uint8_t buf[PROTO_LOG_CHUNK];
 	uint64_t size;
 	size_t len;
 	int r;

@@ -14,6 +14,7 @@
 #include "audit.h"
 #include "keys.h"
 #include "policy.h"
+#include "protocol.h"
 
 #define SERVER_MAX_LISTENERS 16
 #define SERVER_DEFAULT_MAX_CONNS 256
@@ -40,10 +41,9 @@
 /* Requests one connection may have queued for signing at once; past it we
  * stop reading from that connection until replies drain.  Four groups of
  * a transparency log's commit (server.c, SERVER_GROUP_JOBS): while one is
- * being synced and the next gathers, the workers still have work. */
-#define SERVER_MAX_INFLIGHT 1024
-/* Bytes of a log tile per "log" reply: its base64 fits a frame. */
-#define SERVER_LOG_CHUNK (32u * 1024)
+ * being synced and the next gathers, the workers still have work.  The
+ * client keeps as many in flight: one number, lib/protocol.h. */
+#define SERVER_MAX_INFLIGHT PROTO_SIGN_WINDOW
 /* Requests in flight across all connections, shared out: each connection
  * may have SERVER_MAX_JOBS / (connections held) of them, at most
  * SERVER_MAX_INFLIGHT (server.c, conn_window()).  What allowed peers can

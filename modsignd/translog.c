@@ -41,7 +41,6 @@
 #include "translog.h"
 #include "util.h"
 
-#define BUNDLE_MAX (TLOG_TILE_WIDTH * (2 + TLOG_MAX_ENTRY))
 #define SYNC_MAX 16 /* files and directories held for a commit's sync */
 
 /* What a commit must make durable.  When it is full, what comes more is
@@ -898,7 +897,7 @@ int translog_append(struct translog *t, struct tlog_entry *e, uint64_t *ret_inde
 	/* The bound of the copy below, checked here whatever was loaded: the
 	 * buffer holds 256 entries of TLOG_MAX_ENTRY, load_bundle() at most
 	 * 255 of them. */
-	if (len > TLOG_MAX_ENTRY || 2 + len > BUNDLE_MAX - t->bundle_len) {
+	if (len > TLOG_MAX_ENTRY || 2 + len > TLOG_BUNDLE_MAX - t->bundle_len) {
 		t->broken = true;
 		return fail(t, -EOVERFLOW, "tile/entries: the bundle is past its bound");
 	}
@@ -955,7 +954,7 @@ int translog_open(const char *dir, EVP_PKEY *key, bool ephemeral, const char *or
 	}
 	*t = (struct translog){ .dfd = -1, .key = key, .ephemeral = ephemeral };
 	t->origin = strdup(origin);
-	t->bundle = malloc(BUNDLE_MAX);
+	t->bundle = malloc(TLOG_BUNDLE_MAX);
 	r = t->origin && t->bundle ? 0 : -ENOMEM;
 	if (r >= 0)
 		r = note_vkey(origin, key, &t->vkey);
