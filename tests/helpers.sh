@@ -1,7 +1,35 @@
-# Helpers shared by every test: the bash suites (tests/lib.sh), the bats
-# cases (tests/common.bash), the QEMU run and the bench.  Functions only:
-# sourcing this file starts nothing and sets no shell options.  Callers
-# set REPO, MODSIGND, CLIENT and FIX; T is the caller's own directory.
+# Helpers shared by every test: the bats cases (tests/common.bash), the
+# bash scripts (tests/hsm-bench.sh), the QEMU run and the bench.  Functions
+# only: sourcing this file starts nothing and sets no shell options.
+# Callers set REPO, MODSIGND, CLIENT and FIX (test_paths does, for a
+# script); T is the caller's own directory (script_tmpdir makes one).
+
+# test_paths: REPO, B, MODSIGND, CLIENT and FIX for a script under tests/
+# of the checkout that holds this file.
+test_paths() {
+	REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	B=${B:-$REPO/build}
+	MODSIGND=${MODSIGND:-$B/modsignd}
+	CLIENT=${CLIENT:-$B/modsign-client}
+	FIX=$REPO/build/fixtures
+}
+
+# script_tmpdir: for a bash script, one temporary directory $T that other
+# users may enter, and an EXIT trap that stops the daemons of DAEMON_PIDS
+# and removes $T (kept, and named on stderr, with KEEP_T set).
+script_tmpdir() {
+	T=$(mktemp -d /tmp/modsign-test.XXXXXX) || return 1
+	chmod 755 "$T"
+	DAEMON_PIDS=()
+	trap script_cleanup EXIT
+}
+
+script_cleanup() {
+	local p
+	for p in "${DAEMON_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+	wait 2>/dev/null
+	if [ -n "${KEEP_T:-}" ]; then echo "kept $T" >&2; else rm -rf "$T"; fi
+}
 
 # modsignd_start LOG ARGS...: start "$MODSIGND" ARGS... in the background,
 # its stderr appended to LOG, and return once it is ready to serve, which
@@ -182,7 +210,9 @@ open(sys.argv[3], 'wb').write(d[end - n:end])
 PY
 }
 
-flip_byte() { # FILE OFFSET (negative: from the end)
+# flip_bit_at FILE OFFSET: the low bit of the byte at OFFSET (negative:
+# from the end) inverted, in place.
+flip_bit_at() {
 	python3 - "$1" "$2" <<'PY'
 import sys
 f, off = sys.argv[1], int(sys.argv[2])
@@ -190,6 +220,13 @@ d = bytearray(open(f, 'rb').read())
 d[off] ^= 0x01
 open(f, 'wb').write(d)
 PY
+}
+
+# softhsm_conf DIR: DIR/softhsm2.conf, a SoftHSM2 configuration whose
+# tokens are files in DIR/tokens (made by the caller).
+softhsm_conf() {
+	printf 'directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n' \
+		"$1/tokens" >"$1/softhsm2.conf"
 }
 
 # A farm of hosts as network namespaces on one bridge, addresses in

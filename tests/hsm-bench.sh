@@ -5,7 +5,10 @@
 # Prints one line per key: signatures, seconds, signatures per second.
 # docs/HSM.md has its figures for libp11's session pool (and, measured
 # once, for one signature at a time per key).
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/helpers.sh"
+set -uo pipefail
+test_paths
+script_tmpdir || exit 1
 MODSIGND=${1:-$MODSIGND}
 WORKERS=${2:-$(nproc)}
 CLIENTS=${3:-4}
@@ -14,7 +17,7 @@ SOFTHSM=/usr/lib/softhsm/libsofthsm2.so
 
 export SOFTHSM2_CONF=$T/softhsm2.conf
 mkdir "$T/tokens"
-printf 'directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n' "$T/tokens" >"$SOFTHSM2_CONF"
+softhsm_conf "$T"
 softhsm2-util --init-token --free --label bench --so-pin 0000 --pin 1234 >/dev/null
 p11() { pkcs11-tool --module "$SOFTHSM" --token-label bench --login --pin 1234 "$@" >/dev/null 2>&1; }
 p11 --keypairgen --key-type rsa:4096 --label rsa --id 01

@@ -35,8 +35,8 @@ setup() {
 	cp "$F/orig.ko" orig.ko
 }
 
-# signed KEY HASH FILE: orig.ko, signed by KEY with HASH, as FILE.
-signed() {
+# orig_signed KEY HASH FILE: orig.ko, signed by KEY with HASH, as FILE.
+orig_signed() {
 	cp orig.ko "$3"
 	"$C" sign --key "$1" --hash "$2" "$3"
 }
@@ -55,11 +55,6 @@ is_refused() {
 	shift
 	run "$@"
 	[ "$status" -ne 0 ] || fail "$check: succeeded, must not"
-}
-
-cms_verify() { # P7 CONTENT CERT: openssl's own verdict on the signature
-	openssl cms -verify -binary -inform DER -in "$1" -content "$2" -certfile "$3" \
-		-nointern -noverify -out /dev/null
 }
 
 # ---- status -----------------------------------------------------------------
@@ -169,10 +164,10 @@ sign_verify() {
 	is_ok body-unchanged cmp m.body orig.ko
 	# tampered twins
 	cp m.ko bad-body.ko
-	flip_byte bad-body.ko 1000
+	flip_bit_at bad-body.ko 1000
 	is_refused verify-rejects-changed-body "$C" verify --cert key.crt bad-body.ko
 	cp m.ko bad-sig.ko
-	flip_byte bad-sig.ko -60
+	flip_bit_at bad-sig.ko -60
 	is_refused verify-rejects-changed-signature "$C" verify --cert key.crt bad-sig.ko
 	is_refused verify-rejects-other-key "$C" verify --cert other.crt m.ko
 	is_refused openssl-rejects-changed-body cms_verify m.p7 bad-body.ko key.crt
@@ -254,7 +249,7 @@ sign_verify() {
 # modinfo reads what the kernel will: signer, key, hash.
 
 modinfo_p384() {
-	signed p384 sha384 m.ko
+	orig_signed p384 sha384 m.ko
 	modinfo m.ko >modinfo.txt
 }
 
@@ -324,7 +319,7 @@ keyid_signed() {
 # Re-signing replaces the signature, never stacks a second one.
 
 resigned() {
-	signed default sha256 resign.ko
+	orig_signed default sha256 resign.ko
 	"$C" sign --key p384 --hash sha512 resign.ko
 }
 
@@ -355,7 +350,7 @@ resigned() {
 }
 
 @test "sign-twice-same-size" {
-	signed default sha256 once.ko
+	orig_signed default sha256 once.ko
 	cp once.ko twice.ko
 	"$C" sign twice.ko
 	assert_equal "$(stat -c %s twice.ko)" "$(stat -c %s once.ko)"
@@ -365,20 +360,20 @@ resigned() {
 # strip gives back the original bytes; an unsigned module does not verify.
 
 @test "strip" {
-	signed default sha256 strip.ko
+	orig_signed default sha256 strip.ko
 	run "$C" strip strip.ko
 	assert_success
 }
 
 @test "strip-restores-original" {
-	signed default sha256 strip.ko
+	orig_signed default sha256 strip.ko
 	"$C" strip strip.ko
 	run cmp strip.ko orig.ko
 	assert_success
 }
 
 @test "verify-unsigned" {
-	signed default sha256 strip.ko
+	orig_signed default sha256 strip.ko
 	"$C" strip strip.ko
 	"$C" cert >default.pem
 	run "$C" verify --cert default.pem strip.ko
@@ -386,7 +381,7 @@ resigned() {
 }
 
 @test "strip-unsigned-is-noop" {
-	signed default sha256 strip.ko
+	orig_signed default sha256 strip.ko
 	"$C" strip strip.ko
 	run "$C" strip strip.ko
 	assert_success
@@ -424,13 +419,13 @@ mode_signed() {
 # verify --key fetches the certificate from the daemon.
 
 @test "verify-with-daemon-cert" {
-	signed p384 sha256 m.ko
+	orig_signed p384 sha256 m.ko
 	run "$C" verify --key p384 m.ko
 	assert_success
 }
 
 @test "verify-with-daemon-cert-other-key" {
-	signed p384 sha256 m.ko
+	orig_signed p384 sha256 m.ko
 	run "$C" verify --key default m.ko
 	assert_failure
 }
@@ -460,7 +455,7 @@ many() {
 @test "verify-many-one-tampered" {
 	many
 	"$C" sign --key p384 many/*.ko
-	flip_byte "$(ls many/*.ko | head -n1)" 2000
+	flip_bit_at "$(ls many/*.ko | head -n1)" 2000
 	run "$C" verify --cert p384.crt many/*.ko
 	assert_failure
 }

@@ -27,9 +27,9 @@ setup() {
 	SF=$REPO/build/fixtures/sign-file
 }
 
-# stripped N DIR: N real modules without their signatures under DIR, their
-# paths (as kbuild passes them, absolute) in DIR.list
-stripped() {
+# stripped_copies N DIR: N real modules without their signatures under
+# DIR, their paths (as kbuild passes them, absolute) in DIR.list
+stripped_copies() {
 	local n=$1 d=$2 m i=0
 	mkdir -p "$d"
 	: >"$d.list"
@@ -41,32 +41,32 @@ stripped() {
 	"$C" strip "$d"/*.ko >/dev/null
 }
 
-# audited PREFIX: the daemon's audit records of modules under PREFIX (the
-# record escapes '/' as JSON allows).
-audited() { sed 's|\\/|/|g' "$F/modsignd.log" | grep -c "^modsignd: audit: .*\"module\":\"$1" || true; }
+# audited_under PREFIX: the daemon's audit records of modules under PREFIX
+# (the record escapes '/' as JSON allows).
+audited_under() { sed 's|\\/|/|g' "$F/modsignd.log" | grep -c "^modsignd: audit: .*\"module\":\"$1" || true; }
 
 sums() { (cd "$1" && sha256sum -- *.ko); }
 
 @test "batch-signs-every-module" {
-	stripped 40 m
+	stripped_copies 40 m
 	run "$C" sign-file --batch sha256 "$F/key.pem" "$F/key.pem.crt" <m.list
 	assert_success
 	assert_output ""
 	run "$C" verify --cert "$F/key.pem.crt" m/*.ko
 	assert_success
 	assert_equal "$(grep -c ': OK (' <<<"$output")" 40
-	assert_equal "$(audited "$T/m/")" 40
+	assert_equal "$(audited_under "$T/m/")" 40
 }
 
 @test "batch-same-bytes-as-sign-file" {
 	# Each module as the kernel's sign-file signs it (RSA PKCS#1 v1.5 is
 	# deterministic).  Twin: the stripped module differs from both.
-	stripped 10 b
+	stripped_copies 10 b
 	cp -r b s
 	"$C" sign-file --batch sha512 "$F/key.pem" "$F/key.pem.crt" <b.list
 	for f in s/*.ko; do "$SF" sha512 "$F/key.pem" "$F/key.pem.crt" "$f"; done
 	assert_equal "$(sums b)" "$(sums s)"
-	stripped 1 u
+	stripped_copies 1 u
 	run cmp u/1-*.ko b/1-*.ko
 	assert_failure
 }
@@ -74,7 +74,7 @@ sums() { (cd "$1" && sha256sum -- *.ko); }
 @test "batch-wrong-cert-refused" {
 	# The certificate kbuild embeds is not the daemon's key: refused once,
 	# before any module is sent, and every module is left as it was.
-	stripped 20 w
+	stripped_copies 20 w
 	before=$(sums w)
 	run "$C" sign-file --batch sha256 "$F/key.pem" "$F/other.pem.crt" <w.list
 	assert_equal "$status" 1
@@ -82,12 +82,12 @@ sums() { (cd "$1" && sha256sum -- *.ko); }
 	assert_equal "${#lines[@]}" 1
 	assert_equal "$(sums w)" "$before"
 	# ... and the daemon never saw one of them.
-	assert_equal "$(audited "$T/w/")" 0
+	assert_equal "$(audited_under "$T/w/")" 0
 }
 
 @test "batch-named-key-with-its-cert" {
 	# Twin of the refusal: modsign:NAME with that key's certificate signs.
-	stripped 5 n
+	stripped_copies 5 n
 	run "$C" sign-file --batch sha256 modsign:other "$F/other.pem.crt" <n.list
 	assert_success
 	run "$C" verify --cert "$F/other.pem.crt" n/*.ko
@@ -100,7 +100,7 @@ sums() { (cd "$1" && sha256sum -- *.ko); }
 @test "batch-bad-path-named-others-signed" {
 	# A missing file and a file that is not a module in the list: both
 	# named, every other module signed, exit status 1 once all are done.
-	stripped 12 p
+	stripped_copies 12 p
 	echo "not a module" >p/text.ko
 	text=$(sha p/text.ko)
 	{
@@ -123,7 +123,7 @@ sums() { (cd "$1" && sha256sum -- *.ko); }
 @test "batch-exit-status" {
 	# 0 when all are signed (the cases above), 1 when the daemon cannot
 	# be reached (every module untouched), 2 for usage errors.
-	stripped 3 e
+	stripped_copies 3 e
 	before=$(sums e)
 	run env MODSIGN_SERVER=unix:$T/nothing.sock "$C" sign-file --batch sha256 "$F/key.pem" "$F/key.pem.crt" <e.list
 	assert_equal "$status" 1
@@ -146,11 +146,11 @@ sums() { (cd "$1" && sha256sum -- *.ko); }
 @test "batch-progress-only-on-a-terminal" {
 	# make's output is often a log file: no status line there.  Twin: on a
 	# terminal (script(1) gives it one) the status line shows.
-	stripped 30 t
+	stripped_copies 30 t
 	run "$C" sign-file --batch sha256 "$F/key.pem" "$F/key.pem.crt" <t.list
 	assert_success
 	refute_output --partial "signed 30/30"
-	stripped 30 u
+	stripped_copies 30 u
 	run script -qec "'$C' sign-file --batch sha256 '$F/key.pem' '$F/key.pem.crt' <u.list" /dev/null
 	assert_success
 	assert_output --partial "signed 30/30"

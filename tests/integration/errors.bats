@@ -361,8 +361,6 @@ PY
 	assert_success
 }
 
-rss() { awk '/VmRSS/{print $2}' "/proc/$DAEMON_PID/status"; }
-
 @test "daemon-memory-bounded" {
 	local before after
 	before=$(rss)

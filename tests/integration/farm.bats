@@ -27,10 +27,6 @@ load ../common
 SOFTHSM=/usr/lib/softhsm/libsofthsm2.so
 P11_CLIENT=/usr/lib/x86_64-linux-gnu/pkcs11/p11-kit-client.so
 
-softhsm_conf() { # DIR: a SoftHSM2 configuration with its tokens in DIR/tokens
-	printf 'directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n' \
-		"$1/tokens" >"$1/softhsm2.conf"
-}
 p11() { pkcs11-tool --module "$SOFTHSM" --token-label modsign --login --pin 1234 "$@" >/dev/null 2>&1; }
 
 setup_file() {
@@ -464,7 +460,7 @@ assert all(m["ok"] and m["hash"] == "sha256" for m in d["modules"]), d
 	builder sign mods/*.ko
 	builder cert >farm.crt
 	bad=$(ls mods/*.ko | head -n 1)
-	flip_byte "$bad" 2000
+	flip_bit_at "$bad" 2000
 	run "$C" verify --json --cert farm.crt mods/*.ko
 	assert_failure
 	python3 -c '

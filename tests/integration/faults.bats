@@ -62,8 +62,6 @@ teardown() {
 	case_teardown
 }
 
-rss() { awk '/^VmRSS:/{print $2}' "/proc/$1/status"; }
-
 tls_daemon_args() { # PORT
 	echo --listen "tls:127.0.0.1:$1" --tls-cert "$F/pki/host.crt" --tls-key "$F/pki/host.key" \
 		--tls-client-ca "$F/pki/ca.crt" --allow "uid:$(id -u)" --allow cn:builder
@@ -90,7 +88,7 @@ classify() {
 	echo "$((${#changed[@]} - d)) $u $d $(find "$dir" -name '.*.modsign-*' | wc -l)"
 }
 
-fresh() { # DIR N: N original modules in a new DIR
+orig_copies() { # DIR N: N original modules in a new DIR
 	rm -rf "$1" && mkdir "$1" && ls "$F"/orig/*.ko | head -n "$2" | xargs cp -t "$1"
 }
 
@@ -177,12 +175,12 @@ hostile_result() {
 	! grep -q Traceback "$F/hostile.out" ||
 		{ echo "hostile-peer-script: $(tail -n 3 "$F/hostile.out" | tr '\n' ' ')"; false; }
 }
-hostile() { awk -v k="$1" '$1==k{print $2}' "$F/hostile.out"; } # NAME: seconds or never
+hostile_outcome() { awk -v k="$1" '$1==k{print $2}' "$F/hostile.out"; } # NAME: seconds or never
 # cut_within NAME LIMIT: NAME was disconnected, in less than LIMIT s.
 cut_within() {
 	local v
 	hostile_result
-	v=$(hostile "$1")
+	v=$(hostile_outcome "$1")
 	[ -n "$v" ] && [ "$v" != never ] && [ "$(echo "$v < $2" | bc)" = 1 ] ||
 		{ echo "$1: ${v:-no result} s (limit $2 s)"; cat "$F/hostile.out"; false; }
 }
@@ -197,13 +195,13 @@ served_within() { # LIMIT COMMAND...: COMMAND succeeds, in less than LIMIT s
 
 # The first cases, run while the hostile peers hold their connections.
 @test "slow-peers-others-still-served" {
-	fresh served 1
+	orig_copies served 1
 	# slow-peers-others-served-quickly
 	served_within 5 "$C" --server "unix:$F/slow.sock" sign served/*.ko
 }
 
 @test "slow-peers-tls-builder-still-served" {
-	fresh served-tls 1
+	orig_copies served-tls 1
 	# slow-peers-tls-builder-served-quickly
 	served_within 5 "$C" $(tls_client_args "$(cat "$F/slow.port")") sign served-tls/*.ko
 	# slow-peers-tls-signature-verifies
@@ -224,14 +222,14 @@ served_within() { # LIMIT COMMAND...: COMMAND succeeds, in less than LIMIT s
 	# 150 ms once saw every batch finish first on a faster CI machine,
 	# and then no kill landed mid-batch.
 	batch_ms=$(for _ in 1 2 3; do
-		fresh k 120
+		orig_copies k 120
 		t0=$(date +%s%N)
 		"$C" sign k/*.ko
 		echo $((($(date +%s%N) - t0) / 1000000))
 	done | sort -n | sed -n 2p)
 	batch_ms=$((batch_ms > 10 ? batch_ms : 10))
 	for i in $(seq 1 20); do
-		fresh k 120
+		orig_copies k 120
 		"$C" sign k/*.ko 2>/dev/null 3>&- &
 		cpid=$!
 		r=$((RANDOM % batch_ms))
@@ -265,7 +263,7 @@ served_within() { # LIMIT COMMAND...: COMMAND succeeds, in less than LIMIT s
 @test "stale-temp-signing-succeeds" {
 	start_daemon "$T/sock" --key default=ephemeral:ecdsa-p256
 	"$C" --server "unix:$T/sock" cert >cert.pem
-	fresh k 1
+	orig_copies k 1
 	set -- k/*.ko
 	cp "$1" "k/.${1#k/}.modsign-tmp"
 	run "$C" --server "unix:$T/sock" sign "$1"
@@ -286,7 +284,7 @@ done_or_gone() { ! kill -0 "$1" 2>/dev/null || [ ! -e "$2" ]; }
 
 	start_daemon "$T/sock" --key default=ephemeral:ecdsa-p256
 	"$C" --server "unix:$T/sock" cert >cert.pem
-	fresh k 1
+	orig_copies k 1
 	set -- "$T"/k/*.ko
 	live="$T/k/.${1##*/}.modsign-tmp"
 	cp "$1" "$live"
@@ -320,7 +318,7 @@ done_or_gone() { ! kill -0 "$1" 2>/dev/null || [ ! -e "$2" ]; }
 
 	start_daemon "$T/sock" --key default=ephemeral:ecdsa-p256
 	"$C" --server "unix:$T/sock" cert >cert.pem
-	fresh k 3
+	orig_copies k 3
 	m=$(ls k/*.ko | head -n1)
 	head -c 5000 "$F/orig/${m##*/}" >"$m"
 	: >k/.x.ko.modsign-0000abcd
@@ -361,7 +359,7 @@ first_signed() {
 daemon_killed() {
 	local cpid crc=0 s u d tmp missing=0 f signed_one
 
-	fresh d 300
+	orig_copies d 300
 	touch d.stamp # after the copies: only modules written later are newer
 	"$C" "$@" sign d/*.ko 2>client.err 3>&- &
 	cpid=$!
@@ -464,7 +462,7 @@ relayed() { # a daemon and the relay in front of it, relay.sock
 	relay "$T/relay.sock" "$T/sock" "$T/relay.go" 3>&- &
 	BG_PIDS+=($!)
 	eventually 5 test -S relay.sock
-	fresh rn 1
+	orig_copies rn 1
 	new="$F/orig/$(ls "$F/orig" | sed -n 2p)"
 }
 
@@ -510,9 +508,10 @@ relayed_sign() {
 }
 
 # ---- a full disk ---------------------------------------------------------
-# full_disk: 10 modules on a 2 MB tmpfs ($T/full, unmounted in teardown)
+# modules_on_full_disk: 10 modules on a 2 MB tmpfs ($T/full, unmounted in
+# teardown)
 # filled to the last block; their checksums in full.sums.
-full_disk() {
+modules_on_full_disk() {
 	mkdir full
 	mount -t tmpfs -o size=2m tmpfs "$T/full" 2>/dev/null || skip "cannot mount tmpfs here"
 	start_daemon "$T/sock" --key default=ephemeral:ecdsa-p256
@@ -524,7 +523,7 @@ full_disk() {
 }
 
 @test "disk-full-sign-fails" {
-	full_disk
+	modules_on_full_disk
 	run "$C" sign full/*.ko
 	assert_failure
 	# disk-full-says-why-for-each
@@ -537,7 +536,7 @@ full_disk() {
 
 # Twin: with room again, the same command signs them all.
 @test "disk-room-again-signs" {
-	full_disk
+	modules_on_full_disk
 	run "$C" sign full/*.ko
 	assert_failure
 	rm full/filler

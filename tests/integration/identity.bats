@@ -88,7 +88,7 @@ compare() {
 	cp "$F/mods/0.ko" a.ko
 	"$CLIENT" sign a.ko
 	cp a.ko twin.ko
-	flip_byte twin.ko -100
+	flip_bit_at twin.ko -100
 	run cmp -s a.ko twin.ko
 	assert_failure
 }

@@ -29,7 +29,6 @@ round() {
 	for p in "${pids[@]}"; do wait "$p" || bad=$((bad + 1)); done
 	echo "$bad"
 }
-rss() { awk '/^VmRSS:/{print $2}' "/proc/$DAEMON_PID/status"; }
 max() { echo $(($1 > $2 ? $1 : $2)); }
 # copies DIR N: N clients' directories of unsigned modules under DIR
 copies() {
@@ -141,7 +140,8 @@ setup() {
 	TD=$F/tls
 }
 
-audited() { grep -cE 'audit: .*(result="ok"|"result":"ok")' "$1/modsignd.log" || true; }
+audited_ok() { # DIR: the signatures the daemon of DIR audited as ok
+	grep -cE 'audit: .*(result="ok"|"result":"ok")' "$1/modsignd.log" || true; }
 # unverified CERT DIR N: how many of clients 1..N in DIR hold a module that does not verify
 unverified() {
 	local bad=0 i
@@ -160,7 +160,7 @@ rss_limit() { echo $(($1 + ($1 / 20 > 1024 ? $1 / 20 : 1024))); }
 }
 
 @test "load-every-signature-audited" {
-	n=$(audited "$U")
+	n=$(audited_ok "$U")
 	assert_equal "$n" "$TOTAL"
 }
 
@@ -191,13 +191,13 @@ rss_limit() { echo $(($1 + ($1 / 20 > 1024 ? $1 / 20 : 1024))); }
 # one module missing from the audit count.
 @test "load-tampered-module-fails-verify" {
 	cp -r "$U/c7" c7
-	flip_byte "$(ls c7/*.ko | head -n1)" 3000
+	flip_bit_at "$(ls c7/*.ko | head -n1)" 3000
 	run "$C" verify --cert "$U/cert.pem" c7/*.ko
 	assert_failure
 }
 
 @test "load-audit-count-would-notice-a-missing-line" {
-	n=$(audited "$U")
+	n=$(audited_ok "$U")
 	[ "$((n - 1))" -ne "$TOTAL" ]
 }
 
@@ -228,7 +228,7 @@ rss_limit() { echo $(($1 + ($1 / 20 > 1024 ? $1 / 20 : 1024))); }
 }
 
 @test "tls-load-every-signature-audited" {
-	n=$(audited "$TD")
+	n=$(audited_ok "$TD")
 	assert_equal "$n" "$TLS_TOTAL"
 }
 
@@ -244,7 +244,7 @@ rss_limit() { echo $(($1 + ($1 / 20 > 1024 ? $1 / 20 : 1024))); }
 
 @test "tls-load-tampered-module-fails-verify" {
 	cp -r "$TD/c3" c3
-	flip_byte "$(ls c3/*.ko | head -n1)" 3000
+	flip_bit_at "$(ls c3/*.ko | head -n1)" 3000
 	run "$C" verify --cert "$TD/tcert.pem" c3/*.ko
 	assert_failure
 }

@@ -30,12 +30,6 @@ setup() {
 	SF=$REPO/build/fixtures/sign-file
 }
 
-stripped() { # FILE...: copies of a real module without its signature
-	local f mod
-	mod=$(real_modules 1)
-	for f; do cp "$mod" "$f" && "$C" strip "$f" >/dev/null; done
-}
-
 @test "client-is-dynamic" {
 	# Linked as Debian requires: against the shared libraries, none linked in.
 	run readelf -d "$CLIENT"
@@ -51,7 +45,7 @@ stripped() { # FILE...: copies of a real module without its signature
 @test "per-module-identical-to-sign-file" {
 	# One process per module, as kbuild calls it: the same bytes as the
 	# kernel's sign-file with the same key (PKCS#1 v1.5 is deterministic).
-	stripped a.ko s.ko
+	fresh a.ko s.ko
 	"$C" sign-file sha512 modsign:default "$F/cert.pem" a.ko
 	"$SF" sha512 "$F/key.pem" "$F/cert.pem" s.ko
 	cmp a.ko s.ko
@@ -61,7 +55,7 @@ stripped() { # FILE...: copies of a real module without its signature
 
 @test "per-module-differs-by-hash" {
 	# Twin: another hash makes other bytes.
-	stripped a.ko b.ko
+	fresh a.ko b.ko
 	"$C" sign-file sha512 modsign:default "$F/cert.pem" a.ko
 	"$C" sign-file sha256 modsign:default "$F/cert.pem" b.ko
 	run cmp a.ko b.ko
@@ -69,15 +63,15 @@ stripped() { # FILE...: copies of a real module without its signature
 }
 
 @test "per-module-tampered-fails" {
-	stripped t.ko
+	fresh t.ko
 	"$C" sign-file sha512 modsign:default "$F/cert.pem" t.ko
-	flip_byte t.ko 100
+	flip_bit_at t.ko 100
 	run "$C" verify --cert "$F/cert.pem" t.ko
 	assert_failure
 }
 
 @test "unknown-command-usage" {
-	stripped u.ko
+	fresh u.ko
 	sum=$(sha u.ko)
 	run "$C" frobnicate u.ko
 	assert_equal "$status" 2
@@ -86,7 +80,7 @@ stripped() { # FILE...: copies of a real module without its signature
 }
 
 @test "bad-address-says" {
-	stripped u.ko
+	fresh u.ko
 	sum=$(sha u.ko)
 	run "$C" --server "$F/sock" sign u.ko
 	assert_failure
@@ -124,7 +118,7 @@ PY
 
 @test "client-half-closes" {
 	# One module per run: the client half-closes after its last request.
-	stripped h.ko
+	fresh h.ko
 	strace -qq -f -e trace=shutdown -o half.strace \
 		"$C" sign-file sha256 modsign:default "$F/cert.pem" h.ko
 	run grep -Eq "shutdown\(.*SHUT_WR\) *= 0" half.strace
@@ -150,7 +144,7 @@ PY
 @test "as-sign-file-signs" {
 	# Invoked as scripts/sign-file (the unpatched kbuild's name).
 	ln -s "$CLIENT" sign-file
-	stripped c.ko
+	fresh c.ko
 	./sign-file sha256 whatever.pem "$F/cert.pem" c.ko
 	run "$C" verify --cert "$F/cert.pem" c.ko
 	assert_success
@@ -162,7 +156,7 @@ PY
 	ln -s "$CLIENT" sign-file
 	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 \
 		-subj /CN=other -keyout other.key -out other.pem 2>/dev/null
-	stripped c.ko
+	fresh c.ko
 	sum=$(sha c.ko)
 	run ./sign-file sha256 whatever.pem other.pem c.ko
 	assert_failure

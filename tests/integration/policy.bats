@@ -13,8 +13,6 @@ setup() {
 	NC=$(nobody_client)
 }
 
-nobody() { runuser -u nobody -- "$@"; }
-
 daemon_with() { # SOCKET-MODE|- ALLOW-RULE...: a daemon on $T/s
 	local mode=$1 args=()
 	shift

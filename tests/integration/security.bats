@@ -12,8 +12,6 @@ setup() {
 	mod=$(real_modules 1)
 }
 
-nobody() { runuser -u nobody -- "$@"; }
-
 # ---- the allow-list ---------------------------------------------------------
 # Socket mode 0666: the file permission lets nobody in, the policy must not.
 allow_root_only() {
@@ -144,7 +142,8 @@ PY
 # containers) nobody gets CAP_IPC_LOCK instead, and so do the twin and the
 # tracer below: a target holding a capability the tracer lacks is refused
 # for that alone, which would hide what PR_SET_DUMPABLE does.
-as_nobody() {
+# nobody_memlocked CMD...: CMD as nobody, free to lock all its memory.
+nobody_memlocked() {
 	if prlimit --memlock=unlimited true 2>/dev/null; then
 		prlimit --memlock=unlimited runuser -u nobody -- "$@"
 	else
@@ -162,14 +161,14 @@ nobody_daemon() {
 	nobody_client >/dev/null # makes $T/bin, copies other users can run
 	cp "$MODSIGND" bin/modsignd
 	chmod 755 bin/modsignd
-	as_nobody env MODSIGN_TEST_SECRET=hunter2 "$T/bin/modsignd" --listen "unix:$T/nb/s" \
+	nobody_memlocked env MODSIGN_TEST_SECRET=hunter2 "$T/bin/modsignd" --listen "unix:$T/nb/s" \
 		--key default=ephemeral:ecdsa-p256 --allow user:nobody 2>nobody.log 3>&- &
 	DAEMON_PIDS+=($!)
 	eventually 10 test -S nb/s
 	npid=$(pgrep -u nobody -f "unix:$T/nb/s" | head -n1)
 	[ -n "$npid" ]
 	DAEMON_PIDS+=("$npid")
-	as_nobody sleep 300 3>&- &
+	nobody_memlocked sleep 300 3>&- &
 	DAEMON_PIDS+=($!)
 	eventually 5 pgrep -u nobody -f "^sleep 300$" >/dev/null
 	twin=$(pgrep -u nobody -f "^sleep 300$" | tail -n1)
@@ -177,7 +176,7 @@ nobody_daemon() {
 }
 
 ptrace_attach() { # PID: as nobody, PTRACE_ATTACH then detach; exit 0 if allowed
-	as_nobody python3 - "$1" <<'PY'
+	nobody_memlocked python3 - "$1" <<'PY'
 import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
 pid = int(sys.argv[1])
@@ -189,19 +188,19 @@ PY
 
 @test "daemon-environ-unreadable-by-own-uid" {
 	nobody_daemon
-	run as_nobody cat "/proc/$npid/environ"
+	run nobody_memlocked cat "/proc/$npid/environ"
 	assert_failure
 	refute_output --partial hunter2
 	# Twin: an ordinary process of the same uid gives it away.
-	run as_nobody cat "/proc/$twin/environ"
+	run nobody_memlocked cat "/proc/$twin/environ"
 	assert_success
 }
 
 @test "daemon-mem-unreadable-by-own-uid" {
 	nobody_daemon
-	run as_nobody python3 -c "open('/proc/$npid/mem','rb')"
+	run nobody_memlocked python3 -c "open('/proc/$npid/mem','rb')"
 	assert_failure
-	run as_nobody python3 -c "open('/proc/$twin/mem','rb')"
+	run nobody_memlocked python3 -c "open('/proc/$twin/mem','rb')"
 	assert_success
 }
 

@@ -28,8 +28,8 @@ tlog_daemon() {
 		--log-origin example.org/modsign-test
 }
 
-# signed N: the first N modules signed (into the log), the vkey saved.
-signed() {
+# tlog_signed N: the first N modules signed (into the log), the vkey saved.
+tlog_signed() {
 	tlog_daemon
 	"$C" sign "${MODS[@]:0:$1}"
 	"$C" log vkey >vkey
@@ -74,7 +74,7 @@ go_check() {
 # ---- the layout ---------------------------------------------------------------
 
 @test "tlog-layout-c2sp" {
-	signed 3
+	tlog_signed 3
 	[ -f log/checkpoint ]
 	[ "$(sed -n 1p log/checkpoint)" = example.org/modsign-test ]
 	[ "$(sed -n 2p log/checkpoint)" = 3 ]
@@ -91,7 +91,7 @@ assert json.dumps(o,separators=(",",":"),ensure_ascii=False).encode()==d' log/ti
 }
 
 @test "tlog-sign-reply-has-log-index" {
-	signed 2
+	tlog_signed 2
 	run python3 - "$T/sock" <<'PY'
 import json, socket, struct, sys
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.settimeout(10)
@@ -107,7 +107,7 @@ PY
 }
 
 @test "tlog-refusals-not-logged" {
-	signed 1
+	tlog_signed 1
 	run "$C" sign --key nosuchkey "${MODS[1]}"
 	assert_failure
 	[ "$(sed -n 2p log/checkpoint)" = 1 ]
@@ -116,7 +116,7 @@ PY
 # ---- log verify: the directory, inclusion ------------------------------------
 
 @test "tlog-verify-dir-and-modules" {
-	signed 3
+	tlog_signed 3
 	run lv --dir log "${MODS[@]:0:3}"
 	assert_success
 	assert_output --partial "${MODS[0]}: in the log, entry"
@@ -125,7 +125,7 @@ PY
 }
 
 @test "tlog-verify-module-not-in-log" {
-	signed 3
+	tlog_signed 3
 	# Twin: a module signed by another daemon (no log) is not in it.
 	make_pem_key other.pem rsa:2048
 	start_daemon "$T/sock2" --key "default=$T/other.pem"
@@ -136,16 +136,16 @@ PY
 }
 
 @test "tlog-verify-module-changed-after-signing" {
-	signed 1
+	tlog_signed 1
 	# Twin of inclusion: the same signature on another module body.
-	flip_byte "${MODS[0]}" 200
+	flip_bit_at "${MODS[0]}" 200
 	run lv --dir log "${MODS[0]}"
 	assert_failure
 	assert_output --partial "NOT in the log"
 }
 
 @test "tlog-edited-entry" {
-	signed 3
+	tlog_signed 3
 	bundle edit 1
 	run lv --dir log
 	assert_failure
@@ -154,7 +154,7 @@ PY
 }
 
 @test "tlog-removed-entry" {
-	signed 3
+	tlog_signed 3
 	bundle drop 1
 	run lv --dir log
 	assert_failure
@@ -162,7 +162,7 @@ PY
 }
 
 @test "tlog-reordered-entries" {
-	signed 3
+	tlog_signed 3
 	bundle swap 0 1
 	run lv --dir log
 	assert_failure
@@ -170,7 +170,7 @@ PY
 }
 
 @test "tlog-truncated-tile" {
-	signed 3
+	tlog_signed 3
 	truncate -s 64 log/tile/0/000.p/3
 	run lv --dir log
 	assert_failure
@@ -180,7 +180,7 @@ PY
 # ---- checkpoints: signature, fork, rollback -----------------------------------
 
 @test "tlog-checkpoint-signature" {
-	signed 2
+	tlog_signed 2
 	run lv --checkpoint log/checkpoint
 	assert_success
 	# Twin: one digit of the size changed.
@@ -191,7 +191,7 @@ PY
 }
 
 @test "tlog-checkpoint-other-key" {
-	signed 2
+	tlog_signed 2
 	# A log of the same origin signed by a key that is not the log's.
 	stop_daemon "$DAEMON_PID"
 	openssl genpkey -algorithm ed25519 -out other.pem 2>/dev/null && chmod 600 other.pem
@@ -206,7 +206,7 @@ PY
 }
 
 @test "tlog-daemon-refuses-other-keys-checkpoint" {
-	signed 1
+	tlog_signed 1
 	stop_daemon "$DAEMON_PID"
 	openssl genpkey -algorithm ed25519 -out log.pem 2>/dev/null
 	run "$MODSIGND" --listen "unix:$T/sock" --key default=ephemeral:rsa2048 \
@@ -216,7 +216,7 @@ PY
 }
 
 @test "tlog-consistent-with-older-checkpoint" {
-	signed 1
+	tlog_signed 1
 	cp log/checkpoint old
 	"$C" sign "${MODS[@]:1:2}"
 	run lv --dir log --old old
@@ -226,7 +226,7 @@ PY
 
 @test "tlog-forked-log" {
 	# Two logs under one key and origin: two checkpoints of one size.
-	signed 1
+	tlog_signed 1
 	cp log/checkpoint a
 	stop_daemon "$DAEMON_PID"
 	tlog_daemon "$T/fork"
@@ -242,7 +242,7 @@ PY
 }
 
 @test "tlog-rolled-back-after-restart" {
-	signed 1
+	tlog_signed 1
 	cp -a log snapshot
 	"$C" sign "${MODS[1]}"
 	cp log/checkpoint seen   # an auditor's copy
@@ -262,7 +262,7 @@ PY
 # ---- durability -----------------------------------------------------------------
 
 @test "tlog-restart-continues-tree" {
-	signed 2
+	tlog_signed 2
 	cp log/checkpoint old
 	stop_daemon "$DAEMON_PID"
 	tlog_daemon
@@ -273,7 +273,7 @@ PY
 }
 
 @test "tlog-torn-tail-cut-on-restart" {
-	signed 2
+	tlog_signed 2
 	kill -9 "$DAEMON_PID"; wait "$DAEMON_PID" 2>/dev/null || true
 	# What a commit cut short by kill -9 leaves: tiles past the checkpoint.
 	head -c 160 /dev/urandom >log/tile/0/000.p/5
@@ -287,7 +287,7 @@ PY
 }
 
 @test "tlog-lost-tile-refuses-start" {
-	signed 2
+	tlog_signed 2
 	stop_daemon "$DAEMON_PID"
 	# Twin: a tile the checkpoint covers is cut: refuse, never serve it.
 	truncate -s 32 log/tile/0/000.p/2
@@ -360,7 +360,7 @@ batch_stopped() {
 }
 
 @test "tlog-withheld-when-log-fails" {
-	signed 1
+	tlog_signed 1
 	# The level-0 tile directory replaced by a file: the next commit fails.
 	rm -rf log/tile/0 && touch log/tile/0
 	run "$C" sign "${MODS[1]}"
@@ -400,7 +400,7 @@ batch_stopped() {
 }
 
 @test "tlog-vkey-format" {
-	signed 1
+	tlog_signed 1
 	run "$C" log vkey
 	assert_output --regexp '^example.org/modsign-test\+[0-9a-f]{8}\+[A-Za-z0-9+/]{44}$'
 	# The same key as the file's: Ed25519 public key after the 0x01.
@@ -410,7 +410,7 @@ batch_stopped() {
 }
 
 @test "tlog-online-verify" {
-	signed 2
+	tlog_signed 2
 	run "$C" log verify
 	assert_success
 	assert_output --partial "OK, 2 entries, every tile checked (online)"
@@ -427,7 +427,7 @@ batch_stopped() {
 }
 
 @test "tlog-online-tampered-tile" {
-	signed 3
+	tlog_signed 3
 	# What the daemon serves is checked as a copy is.
 	bundle swap 0 2
 	run lv
@@ -455,7 +455,7 @@ PY
 # The log op serves tiles only: no other name, no symbolic link (at a
 # tile the checkpoint covers: 2 hashes of 3, so that it is opened).
 @test "tlog-online-serves-tiles-only" {
-	signed 3
+	tlog_signed 3
 	# A commit at size 2 left its partial, or the three came in one.
 	ln -sfn "$T/log.pem" log/tile/0/000.p/2
 	run log_get "tile/0/../../log.pem" checkpoint tile/0/000.p/2 tile/0/000.p/3
@@ -473,7 +473,7 @@ PY
 # itself in flight: unit test-translog).  Twin: the tiles of the
 # published checkpoint are served.
 @test "tlog-online-tiles-ahead-of-checkpoint-refused" {
-	signed 3
+	tlog_signed 3
 	head -c 160 /dev/urandom >log/tile/0/000.p/5
 	printf '\0\3abc' >log/tile/entries/000.p/5
 	head -c 8192 /dev/urandom >log/tile/0/000
@@ -493,7 +493,7 @@ PY
 
 @test "tlog-go-crosscheck" {
 	command -v go >/dev/null || skip "golang-go not installed (tests/install-deps.sh)"
-	signed 2
+	tlog_signed 2
 	cp log/checkpoint old
 	"$C" sign "${MODS[@]:2:2}"
 	# Our proofs too: four inclusions and the consistency with old.
@@ -506,7 +506,7 @@ proofs OK 5"
 
 @test "tlog-go-crosscheck-twin-bad-proof" {
 	command -v go >/dev/null || skip "golang-go not installed (tests/install-deps.sh)"
-	signed 3
+	tlog_signed 3
 	lv --dir log --proofs proofs "${MODS[1]}"
 	# One hash of our inclusion proof changed.
 	python3 -c 'import sys,base64; f=open(sys.argv[1]).read().split(); h=bytearray(base64.b64decode(f[3])); h[0]^=1; f[3]=base64.b64encode(h).decode(); open(sys.argv[1],"w").write(" ".join(f)+"\n")' proofs
@@ -517,7 +517,7 @@ proofs OK 5"
 
 @test "tlog-go-crosscheck-twin-edited" {
 	command -v go >/dev/null || skip "golang-go not installed (tests/install-deps.sh)"
-	signed 3
+	tlog_signed 3
 	bundle edit 2
 	run go_check log "$(cat vkey)"
 	assert_failure
@@ -526,7 +526,7 @@ proofs OK 5"
 
 @test "tlog-go-crosscheck-twin-other-key" {
 	command -v go >/dev/null || skip "golang-go not installed (tests/install-deps.sh)"
-	signed 1
+	tlog_signed 1
 	stop_daemon "$DAEMON_PID"
 	# A new log (a one-time key starts only an empty one) of the origin.
 	rm -rf log
@@ -635,7 +635,7 @@ modsignd_run() {
 # Row 53: a log directory that group or others may write, or another
 # user's: whoever can write it chooses what the daemon loads.
 @test "tlog-group-writable-dir-refused" {
-	signed 1
+	tlog_signed 1
 	stop_daemon "$DAEMON_PID"
 	chmod 0775 log
 	run modsignd_run "$T/log"
@@ -656,7 +656,7 @@ modsignd_run() {
 # Row 70: a tile directory inside the log that group or others may write
 # (or another user's): its tiles are theirs to swap.  Withheld, and why.
 @test "tlog-group-writable-tile-dir-withheld" {
-	signed 1
+	tlog_signed 1
 	chmod g+w log/tile/entries
 	run "$C" sign "${MODS[1]}"
 	assert_failure
@@ -712,7 +712,7 @@ modsignd_run() {
 # one commit made to fail: its reload continued from the older tree, and
 # "log verify" said a released module was NOT in the log.
 @test "tlog-rollback-without-restart-refused" {
-	signed 1
+	tlog_signed 1
 	cp log/checkpoint old
 	"$C" sign "${MODS[1]}"
 	cp log/checkpoint published
@@ -739,7 +739,7 @@ modsignd_run() {
 # in open(2) when a client asked for it ("log"); one at the checkpoint
 # hung the start.  Refused at once now.
 @test "tlog-fifo-at-tile-refused-at-once" {
-	signed 3
+	tlog_signed 3
 	rm log/tile/entries/000.p/3 && mkfifo log/tile/entries/000.p/3
 	run log_get tile/entries/000.p/3 tile/0/000.p/3
 	assert_line "tile/entries/000.p/3 no such tile"
@@ -750,7 +750,7 @@ modsignd_run() {
 }
 
 @test "tlog-fifo-at-checkpoint-refused-at-start" {
-	signed 1
+	tlog_signed 1
 	stop_daemon "$DAEMON_PID"
 	mv log/checkpoint cp && mkfifo log/checkpoint
 	run modsignd_run "$T/log"

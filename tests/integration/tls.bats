@@ -67,6 +67,7 @@ setup_file() {
 setup() {
 	case_setup
 	P=$BATS_FILE_TMPDIR/pki
+	TLS_PKI=$P # tls, as: the client trusts $P/farm-ca.crt
 	PORT=$(free_port)
 	cat >modsignd.conf <<-CONF
 	# modsignd.conf for the test: every option has a key of its own name.
@@ -86,9 +87,9 @@ setup() {
 	CONF
 }
 
-# farm: the daemon of modsignd.conf, ready on both listeners; its two
-# certificates in rsa.pem and ec.pem.
-farm() {
+# farm_daemon: the daemon of modsignd.conf, ready on both listeners; its
+# two certificates in rsa.pem and ec.pem.
+farm_daemon() {
 	modsignd_start "$T/modsignd.log" --config modsignd.conf || return 1
 	DAEMON_PID=$MODSIGND_PID
 	DAEMON_PIDS+=("$MODSIGND_PID")
@@ -96,10 +97,6 @@ farm() {
 	"$C" --server "unix:$T/sock" cert >rsa.pem
 	"$C" --server "unix:$T/sock" cert --key ec >ec.pem
 }
-
-tls() { "$C" --server "tls:localhost:$PORT" --tls-ca "$P/farm-ca.crt" "$@"; }
-as() { local who=$1; shift; tls --tls-cert "$P/$who.crt" --tls-key "$P/$who.key" "$@"; }
-fresh() { cp "$(real_modules 1)" "$1" && "$C" strip "$1"; }
 
 # ---- the config file ---------------------------------------------------------
 @test "check-config-ok" {
@@ -150,7 +147,7 @@ fresh() { cp "$(real_modules 1)" "$1" && "$C" strip "$1"; }
 
 # ---- a good builder ----------------------------------------------------------
 @test "tls-status" {
-	farm
+	farm_daemon
 	run as builder-1 status
 	assert_success
 }
@@ -159,32 +156,32 @@ fresh() { cp "$(real_modules 1)" "$1" && "$C" strip "$1"; }
 status_to() { as builder-1 status >"$1"; }
 
 @test "tls-status-to-full-disk-fails" {
-	farm
+	farm_daemon
 	run status_to /dev/full
 	assert_failure
 }
 
 @test "tls-status-to-full-disk-says-why" {
-	farm
+	farm_daemon
 	run status_to /dev/full
 	assert_output --partial "cannot write to stdout: No space left"
 }
 
 @test "tls-status-to-dev-null-succeeds" {
-	farm
+	farm_daemon
 	run status_to /dev/null
 	assert_success
 }
 
 @test "tls-sign" {
-	farm
+	farm_daemon
 	fresh b1.ko
 	run as builder-1 sign b1.ko
 	assert_success
 }
 
 @test "tls-signature-verifies" {
-	farm
+	farm_daemon
 	fresh b1.ko
 	as builder-1 sign b1.ko
 	run "$C" verify --cert rsa.pem b1.ko
@@ -192,7 +189,7 @@ status_to() { as builder-1 status >"$1"; }
 }
 
 @test "tls-sign-ec-over-ip" {
-	farm
+	farm_daemon
 	fresh b1ec.ko
 	run tls --server "tls:127.0.0.1:$PORT" --tls-cert "$P/builder-1.crt" --tls-key "$P/builder-1.key" \
 		sign --key ec --hash sha384 b1ec.ko
@@ -200,7 +197,7 @@ status_to() { as builder-1 status >"$1"; }
 }
 
 @test "tls-ec-signature-verifies" {
-	farm
+	farm_daemon
 	fresh b1ec.ko
 	tls --server "tls:127.0.0.1:$PORT" --tls-cert "$P/builder-1.crt" --tls-key "$P/builder-1.key" \
 		sign --key ec --hash sha384 b1ec.ko
@@ -209,7 +206,7 @@ status_to() { as builder-1 status >"$1"; }
 }
 
 @test "audit-has-digest-of-signed-module" {
-	farm
+	farm_daemon
 	fresh b1.ko
 	as builder-1 sign b1.ko
 	split_module b1.ko b1.body b1.p7
@@ -230,7 +227,7 @@ client_conf() {
 }
 
 @test "client-config-file" {
-	farm
+	farm_daemon
 	client_conf
 	fresh cf.ko
 	run env MODSIGN_CONFIG="$T/client.conf" "$C" sign cf.ko
@@ -238,7 +235,7 @@ client_conf() {
 }
 
 @test "client-config-signature-verifies" {
-	farm
+	farm_daemon
 	client_conf
 	fresh cf.ko
 	env MODSIGN_CONFIG="$T/client.conf" "$C" sign cf.ko
@@ -247,7 +244,7 @@ client_conf() {
 }
 
 @test "client-env" {
-	farm
+	farm_daemon
 	fresh env.ko
 	run env MODSIGN_SERVER="tls:localhost:$PORT" MODSIGN_TLS_CA="$P/farm-ca.crt" \
 		MODSIGN_TLS_CERT="$P/builder-1.crt" MODSIGN_TLS_KEY="$P/builder-1.key" "$C" sign env.ko
@@ -262,14 +259,14 @@ failover() {
 }
 
 @test "failover-signs" {
-	farm
+	farm_daemon
 	failover
 	run "$C" verify --cert rsa.pem fo.ko
 	assert_success
 }
 
 @test "failover-says-which" {
-	farm
+	farm_daemon
 	failover
 	run cat fo.err
 	assert_output --partial "using tls:localhost:$PORT"
@@ -310,39 +307,39 @@ refused() {
 }
 
 @test "tls-refuses-no-certificate" {
-	farm
+	farm_daemon
 	refused "TLS handshake failed: peer did not return a certificate" tls
 }
 
 @test "tls-refuses-other-ca" {
-	farm
+	farm_daemon
 	refused "unable to get local issuer\|unknown ca" as rogue
 }
 
 @test "tls-refuses-expired" {
-	farm
+	farm_daemon
 	refused "certificate has expired" as old-builder
 }
 
 # A certificate with no extended key usage is fit for every purpose: the
 # farm CA's certificate for anything else would pass for a builder.
 @test "tls-client-cert-without-eku-refused" {
-	farm
+	farm_daemon
 	refused "unsuitable certificate purpose" as builder-1-no-eku
 }
 
 @test "tls-refuses-unnamed-builder" {
-	farm
+	farm_daemon
 	refused "cn:stranger is not named by the policy" as stranger
 }
 
 @test "tls-refuses-key-not-granted" {
-	farm
+	farm_daemon
 	refused "key default is not granted to cn:builder-2" as builder-2
 }
 
 @test "key-refusal-audit-has-module-and-digest" {
-	farm
+	farm_daemon
 	refused "key default is not granted to cn:builder-2" as builder-2
 	run bash -c "grep 'not granted to cn:builder-2' audit.jsonl | grep -q '\"digest\":\"[0-9a-f]\{64\}\".*\"module\":\"r.ko\"'"
 	assert_success || cat audit.jsonl
@@ -350,14 +347,14 @@ refused() {
 
 # The twin of tls-refuses-key-not-granted: the key that is granted.
 @test "tls-granted-key-works" {
-	farm
+	farm_daemon
 	fresh b2.ko
 	run as builder-2 sign --key ec b2.ko
 	assert_success
 }
 
 @test "tls-granted-key-verifies" {
-	farm
+	farm_daemon
 	fresh b2.ko
 	as builder-2 sign --key ec b2.ko
 	run "$C" verify --cert ec.pem b2.ko
@@ -367,7 +364,7 @@ refused() {
 # Every kind of record the suite makes, then each line checked: JSON with
 # every field.
 @test "audit-lines-are-json" {
-	farm
+	farm_daemon
 	fresh a.ko && as builder-1 sign a.ko
 	fresh b.ko && as builder-1 sign --key ec --hash sha384 b.ko
 	fresh c.ko && as builder-2 sign --key ec c.ko
@@ -395,8 +392,8 @@ assert n >= 8, n
 # asks for HOST.  The client must refuse any certificate of the farm CA
 # that is not a server's for that name: the name only in subjectAltName
 # (never the CN), no partial wildcard, serverAuth required.
-farm_showing() { # CERT: farm(), its TLS certificate $P/CERT.crt
-	sed -i "s|$P/signing-host\.|$P/$1.|" modsignd.conf && farm
+farm_showing() { # CERT: farm_daemon(), its TLS certificate $P/CERT.crt
+	sed -i "s|$P/signing-host\.|$P/$1.|" modsignd.conf && farm_daemon
 }
 # to HOST CLIENT-ARGS...: builder-1 to tls:HOST:$PORT; sign.farm.test
 # is 127.0.0.1 (in_farm_dns; the case calls need_mount_ns first).
@@ -535,16 +532,10 @@ sni_of() { # HOST: the trace of builder-1's ClientHello to tls:HOST:$PORT
 }
 
 # ---- SIGHUP: new policy, same keys ------------------------------------------
-# The daemon logs the SIGHUP on its main thread just before acting on it,
-# and serves no request in between: once the line is there, one attempt.
-hups() { grep -c "SIGHUP: re-reading the policy" modsignd.log || true; }
-hup() { # signal, and wait until the daemon says it has it
-	local h0
-	h0=$(hups)
-	kill -HUP "$DAEMON_PID"
-	hup_seen() { [ "$(hups)" -gt "$h0" ]; }
-	eventually 5 hup_seen
-}
+# hup (common.bash) waits for the daemon's line about the SIGHUP, logged on
+# its main thread just before acting on it; it serves no request in
+# between: once the line is there, one attempt.
+
 # The policy grows: builder-2 may use the default key, stranger any.
 grow_policy() {
 	sed -i 's/^allow = cn:builder-2=ec$/allow = cn:builder-2=ec,default\nallow = cn:stranger/' modsignd.conf
@@ -552,7 +543,7 @@ grow_policy() {
 }
 
 @test "sighup-grants-new-rule" {
-	farm
+	farm_daemon
 	# Twin: refused before the SIGHUP.
 	fresh pre.ko
 	run as stranger sign pre.ko
@@ -564,7 +555,7 @@ grow_policy() {
 }
 
 @test "sighup-keeps-one-time-key" {
-	farm
+	farm_daemon
 	grow_policy
 	fresh hup.ko
 	as stranger sign hup.ko
@@ -573,7 +564,7 @@ grow_policy() {
 }
 
 @test "sighup-same-certificate" {
-	farm
+	farm_daemon
 	grow_policy
 	"$C" --server "unix:$T/sock" cert >after.pem
 	run cmp rsa.pem after.pem
@@ -581,7 +572,7 @@ grow_policy() {
 }
 
 @test "sighup-bad-policy-logged" {
-	farm
+	farm_daemon
 	grow_policy
 	echo 'allow = nonsense' >>modsignd.conf
 	hup
@@ -589,7 +580,7 @@ grow_policy() {
 }
 
 @test "sighup-bad-policy-keeps-old" {
-	farm
+	farm_daemon
 	grow_policy
 	echo 'allow = nonsense' >>modsignd.conf
 	hup
@@ -817,9 +808,9 @@ rev_hup() {
 	assert_success
 }
 
-# hold_tls WHO DIR: a silent TLS connection as $R/WHO, in the background;
-# DIR/rc once it ended: 124 if it was still open after 15 s.
-hold_tls() {
+# hold_silent_tls WHO DIR: a silent TLS connection as $R/WHO, in the
+# background; DIR/rc once it ended: 124 if it was still open after 15 s.
+hold_silent_tls() {
 	mkdir -p "$2"
 	(
 		timeout 15 openssl s_client -connect "127.0.0.1:$PORT" -servername localhost \
@@ -833,8 +824,8 @@ hold_tls() {
 	rev_pki
 	cp "$R/empty.crl" crl.pem
 	rev_daemon sub-a.crt cn:builder-1 -- --tls-crl "$T/crl.pem"
-	hold_tls stolen stolen-conn
-	hold_tls new new-conn
+	hold_silent_tls stolen stolen-conn
+	hold_silent_tls new new-conn
 	sleep 2 # both admitted: nothing says so below debug level
 	cp "$R/revoked.crl" crl.pem
 	rev_hup

@@ -125,8 +125,9 @@ has_sig()
 # find_mod DIR NAME: the installed file of module NAME under DIR.
 find_mod() { find "$1" -name "$2.ko*" -print -quit; }
 
-# flip_byte FILE STRING: change one byte inside STRING in FILE.
-flip_byte()
+# overwrite_in_string FILE STRING: one byte inside STRING in FILE (its
+# first occurrence) overwritten with an X.
+overwrite_in_string()
 {
 	local off
 
@@ -303,7 +304,7 @@ extmod_cases()
 		set -- ${f//:/ }
 		[ -f "$ext/$1.ko" ] || continue
 		cp "$ext/$1.ko" "$ext/$2.ko"
-		flip_byte "$ext/$2.ko" MODSIGN-TAMPER-TARGET ||
+		overwrite_in_string "$ext/$2.ko" MODSIGN-TAMPER-TARGET ||
 			{ fail "$2" "marker not found"; continue; }
 		add_case "$2" "$2.ko" modsign_test "reject:" "$ext/$2.ko"
 	done
@@ -362,7 +363,7 @@ reproducible_attach()
 		[ -f "$sigs/modsign_test.ko.p7s" ] && ! has_sig "$a/modsign_test.ko" ||
 		{ fail repro-detached "sign --detached failed: $(head -c 200 "$B/sign.log")"; return; }
 	cp "$b/modsign_test.ko" "$B/repro-changed.ko"
-	flip_byte "$B/repro-changed.ko" MODSIGN-TAMPER-TARGET ||
+	overwrite_in_string "$B/repro-changed.ko" MODSIGN-TAMPER-TARGET ||
 		{ fail repro-changed "marker not found"; return; }
 	"$MODSIGN_CLIENT" attach --from "$sigs" --cert "$B/cert.pem" --recursive "$b" \
 		2> "$B/sign.log" && has_sig "$b/modsign_test.ko" ||
@@ -475,7 +476,7 @@ batch_install()
 	batch_case "$name" "$m" test_module "load:Hello, world"
 	t=$B/$name-tampered.ko
 	cp "$B/$name.plain" "$t"
-	flip_byte "$t" "Hello, world" || { fail "$name-tampered" "string not found"; return; }
+	overwrite_in_string "$t" "Hello, world" || { fail "$name-tampered" "string not found"; return; }
 	add_case "$name-tampered" "${t##*/}" test_module "reject:" "$t"
 }
 
