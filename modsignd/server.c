@@ -919,7 +919,7 @@ static unsigned handshakes_from(const struct listener *l, const struct admission
  * is not silent if its peer's ClientHello waits in it: a builder whose
  * first flight came while the loop was busy looks, to OpenSSL, like a
  * socket that sent nothing (SSL_in_before()), and was dropped as one
- * (attack-review: same-source-silent-sockets-*). */
+ * (attack-net: same-source-silent-sockets-*). */
 static bool fd_silent(int fd)
 {
 	char b;

@@ -1,8 +1,11 @@
 #!/usr/bin/env bats
-# The distribution flow (issue 19): signatures made apart from their
-# modules (sign --detached into a signature tree, sign-file --batch -d/-p),
-# then attached where the package is built (attach --from, sign-file -s),
-# each signature verified over the module it goes into.  With an RSA key
+# The distribution flow (issue 19), over a tree of modules: signatures
+# made apart from their modules (sign --detached into a signature tree,
+# sign-file --batch -d/-p), then attached where the package is built
+# (attach --from, sign-file -s), each signature verified over the module
+# it goes into.  (One module's sign-file -d and -p alone:
+# sign-file-detached.bats; attacks on the flow: attack-sigtree.bats and
+# attack-pool.bats.)  With an RSA key
 # (PKCS#1 v1.5 is deterministic), the results are byte for byte what the
 # kernel's own sign-file makes from the same PEM key.  Each case has its
 # own daemon on a key made at run time.
@@ -20,9 +23,8 @@ setup() {
 
 teardown() { case_teardown; }
 
-sf() { "$C" sign-file "$@"; }
-ref() { "$FIX/sign-file" "$@"; }
-mods() { (cd "$1" && find . -name '*.ko' | sed 's|^\./||' | sort); }
+# ko_list DIR: the modules under DIR, their paths relative to it, sorted.
+ko_list() { (cd "$1" && find . -name '*.ko' | sed 's|^\./||' | sort); }
 # The signature the kernel's sign-file makes for module $1 (path under tree/).
 ref_p7s() {
 	cp "pristine/$1" ref/x.ko
@@ -52,7 +54,7 @@ ref_signed() { # MODULE: sign-file's signed copy, in ref/x.ko
 	# sign-file -s appends the signature to a module one byte different and
 	# calls it signed; modsign verifies first and leaves it alone.
 	ref -d sha256 rsa.pem rsa.pem.crt ref.ko
-	flip_byte m.ko 100
+	flip_bit_at m.ko 100
 	cp m.ko blind.ko
 	ref -s ref.ko.p7s sha256 rsa.pem.crt blind.ko
 	sum=$(sha m.ko)
@@ -144,11 +146,11 @@ ref_signed() { # MODULE: sign-file's signed copy, in ref/x.ko
 # --- sign-file --batch -d / -p ------------------------------------------------
 
 @test "batch-d-writes-p7s-as-sign-file" {
-	mods tree | sed 's|^|tree/|' >list
-	before=$(cd tree && sha256sum $(mods .))
+	ko_list tree | sed 's|^|tree/|' >list
+	before=$(cd tree && sha256sum $(ko_list .))
 	sf --batch -d sha256 modsign:default rsa.pem.crt <list
-	assert_equal "$(cd tree && sha256sum $(mods .))" "$before"
-	for m in $(mods pristine); do
+	assert_equal "$(cd tree && sha256sum $(ko_list .))" "$before"
+	for m in $(ko_list pristine); do
 		cmp <(ref_p7s "$m") "tree/$m.p7s"
 	done
 	# Twin: one module's .p7s is not another's.
@@ -157,9 +159,9 @@ ref_signed() { # MODULE: sign-file's signed copy, in ref/x.ko
 }
 
 @test "batch-p-signs-and-writes-p7s" {
-	mods tree | sed 's|^|tree/|' >list
+	ko_list tree | sed 's|^|tree/|' >list
 	sf --batch -p sha256 modsign:default rsa.pem.crt <list
-	for m in $(mods pristine); do
+	for m in $(ko_list pristine); do
 		ref_signed "$m"
 		cmp ref/x.ko "tree/$m"
 		cmp <(ref_p7s "$m") "tree/$m.p7s"
@@ -180,8 +182,8 @@ ref_signed() { # MODULE: sign-file's signed copy, in ref/x.ko
 @test "detached-tree-mirrors-recursive" {
 	"$C" sign --detached sigs --recursive tree
 	assert_equal "$(cd sigs && find . -type f | sed 's|^\./||' | sort)" \
-		"$(mods pristine | sed 's/$/.p7s/')"
-	for m in $(mods pristine); do
+		"$(ko_list pristine | sed 's/$/.p7s/')"
+	for m in $(ko_list pristine); do
 		cmp <(ref_p7s "$m") "sigs/$m.p7s"
 		cmp "pristine/$m" "tree/$m" # never touched
 	done
@@ -248,7 +250,7 @@ ref_signed() { # MODULE: sign-file's signed copy, in ref/x.ko
 	"$C" sign --detached sigs --recursive tree
 	cp -a pristine rebuilt
 	"$C" attach --from sigs --cert rsa.pem.crt --recursive rebuilt
-	for m in $(mods pristine); do
+	for m in $(ko_list pristine); do
 		ref_signed "$m"
 		cmp ref/x.ko "rebuilt/$m"
 	done
@@ -258,7 +260,7 @@ ref_signed() { # MODULE: sign-file's signed copy, in ref/x.ko
 @test "attach-from-tree-one-module-rebuilt-differently" {
 	"$C" sign --detached sigs --suffix .sig --recursive tree
 	cp -a pristine rebuilt
-	flip_byte rebuilt/kernel/fs/b.ko 200
+	flip_bit_at rebuilt/kernel/fs/b.ko 200
 	sum=$(sha rebuilt/kernel/fs/b.ko)
 	run "$C" attach --from sigs --suffix .sig --cert rsa.pem.crt --recursive rebuilt
 	assert_failure 1

@@ -95,9 +95,6 @@ PY
 	kill -HUP "$TLS_PID"
 }
 
-# gone PID: PID has exited (a zombie counts: it is not ours to reap).
-gone() { [ ! -e "/proc/$1" ] || grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null; }
-
 teardown_file() {
 	local p
 
@@ -119,9 +116,6 @@ teardown() {
 	fi
 	case_teardown
 }
-
-# fresh FILE: an unsigned copy of a real module.
-fresh() { cp "$(real_modules 1)" "$1" && "$C" strip "$1" >/dev/null; }
 
 # lines_json FILE: every line decodes as strict UTF-8 and parses as JSON.
 lines_json() {
@@ -516,13 +510,46 @@ PY
 	assert_success
 }
 
+@test "verified-name-refusal-recorded-past-the-table" {
+	tls_pki
+	tls_daemon d --audit-log "$T/audit.jsonl"
+	# Junk handshakes from 70 addresses fill the table of unauthenticated
+	# sources (64) and its shared entry.
+	python3 - "$PORT" <<'PY'
+import socket, sys
+for i in range(1, 71):
+    s = socket.socket(); s.bind(("127.0.5.%d" % i, 0))
+    s.connect(("127.0.0.1", int(sys.argv[1])))
+    try:
+        s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        while s.recv(4096): pass
+    except ConnectionResetError:
+        pass
+    s.close()
+PY
+	fresh s.ko
+	for i in 1 2 3; do
+		run as stranger sign s.ko
+		assert_failure
+		assert_output --partial "not named by the policy"
+	done
+	# Its first refusal is recorded in full, in the names' own table (issue
+	# 28, 2: not one record per attempt); the others are counted.
+	n=$(grep -c '"identity":"cn:stranger","peer":"cn=stranger addr=127.0.0.1:[0-9]*",.*"result":"permission denied' audit.jsonl || true)
+	echo "cn:stranger in $n full records"
+	assert_equal "$n" 1
+	kill -HUP "$DAEMON_PID"
+	run eventually 10 grep -q '"identity":"cn:stranger".*"summary":true,"count":2,' audit.jsonl
+	assert_success
+}
+
 # ---- a full disk ---------------------------------------------------------------
 
-# full_disk: a daemon whose audit log is on a 1 MiB tmpfs ($T/full) that
-# is then filled; signs modules until one is refused, which is $withheld,
-# with the client's output in full.out.  Skips the case where no tmpfs
+# audit_log_on_full_disk: a daemon whose audit log is on a 1 MiB tmpfs
+# ($T/full) that is then filled; signs modules until one is refused, which
+# is $withheld, with the client's output in full.out.  Skips the case where no tmpfs
 # can be mounted.
-full_disk() {
+audit_log_on_full_disk() {
 	local f first
 	mkdir full
 	mount -t tmpfs -o size=1m,mode=0755 tmpfs full 2>/dev/null || skip "cannot mount tmpfs here"
@@ -546,7 +573,7 @@ full_disk() {
 }
 
 @test "disk-full-audit-withholds" {
-	full_disk
+	audit_log_on_full_disk
 	# disk-full-audit-says-why
 	run cat full.out
 	assert_output --partial "audit log unavailable"
@@ -560,7 +587,7 @@ full_disk() {
 }
 
 @test "disk-room-again-audit-signs" {
-	full_disk
+	audit_log_on_full_disk
 	rm -f full/filler
 	run "$C" --server "unix:$T/fsock" sign "$withheld"
 	assert_success
@@ -571,7 +598,7 @@ full_disk() {
 
 @test "disk-full-audit-lines-are-json" {
 	# The record torn by the full disk must not glue to the next one.
-	full_disk
+	audit_log_on_full_disk
 	rm -f full/filler
 	run "$C" --server "unix:$T/fsock" sign "$withheld"
 	assert_success
@@ -582,7 +609,7 @@ full_disk() {
 @test "disk-full-journal-says-withheld" {
 	# The daemon's stderr (the journal without journald): "withheld", never
 	# "ok", for the requests the file could not hold.
-	full_disk
+	audit_log_on_full_disk
 	rm -f full/filler
 	run "$C" --server "unix:$T/fsock" sign "$withheld"
 	assert_success

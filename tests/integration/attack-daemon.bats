@@ -40,8 +40,6 @@ assert_one_line() { # FILE
 	assert_equal "$(wc -l <"$1")" 1
 }
 
-fresh() { cp "$(real_modules 1)" "$1" && "$C" strip "$1"; }
-
 # ---- 7. key files with loose permissions ----------------------------------
 # loose_key_refused MODE: a PEM key file with MODE is refused at start and
 # by --check-config, in a line naming the file and its mode.
@@ -104,6 +102,7 @@ tight_key_accepted() { # MODE
 server_pki() { # a CA and a server certificate for localhost, in $T
 	pki ca
 	issue_server server ca DNS:localhost,IP:127.0.0.1
+	TLS_CA=ca # the CA "as" trusts (common.bash)
 }
 tlsargs() { echo --tls-cert "$T/server.crt" --tls-client-ca "$T/ca.crt" --tls-key "$T/$1"; }
 tls_conf() { # KEY: a config with the TLS key KEY
@@ -138,6 +137,45 @@ tls_conf() { # KEY: a config with the TLS key KEY
 	tls_conf server.key >tlskey-tight.conf
 	run "$MODSIGND" --config tlskey-tight.conf --check-config
 	assert_success
+}
+
+@test "key-file-owned-by-another-user-refused" {
+	make_pem_key k.pem rsa:2048
+	chown nobody k.pem
+	# Refused at start (a daemon that takes the key would serve, so the
+	# attempt is bounded: 124 is the daemon that accepted it).
+	run timeout 20 "$MODSIGND" --listen "unix:$T/d.sock" --key "default=$T/k.pem"
+	assert_failure
+	refute [ "$status" -eq 124 ]
+	assert_output --partial "k.pem: owner uid 65534"
+	: >e.conf
+	run "$MODSIGND" --config e.conf --key "default=$T/k.pem" --check-config
+	assert_failure
+	assert_output --partial "k.pem: owner uid 65534"
+	# Twin: the same file, root's, is taken.
+	chown root k.pem
+	run "$MODSIGND" --config e.conf --key "default=$T/k.pem" --check-config
+	assert_success
+}
+
+@test "key-file-symlink-refused-naming-it" {
+	make_pem_key k.pem rsa:2048
+	ln -s k.pem link.pem
+	: >e.conf
+	run "$MODSIGND" --config e.conf --key "default=$T/link.pem" --check-config
+	assert_failure
+	assert_output --partial "link.pem: a symbolic link"
+}
+
+@test "key-file-fifo-refused-at-once" {
+	# A FIFO where a key or PIN file should be held the daemon's start
+	# (and --check-config) for ever.
+	mkfifo k.pem
+	: >e.conf
+	run timeout 20 "$MODSIGND" --config e.conf --key "default=$T/k.pem" --check-config
+	assert_failure
+	refute [ "$status" -eq 124 ]
+	assert_output --partial "k.pem: not a regular file"
 }
 
 # ---- 8. key material in swappable memory -----------------------------------
@@ -283,9 +321,10 @@ lacks_ipc_lock() { # CAP_IPC_LOCK is bit 14
 # ---- 9. TLS client certificates ---------------------------------------------
 RLO=$'\xe2\x80\xae' NEL=$'\xc2\x85'
 
-# tls_daemon CN...: a TLS daemon on $PORT whose policy allows root and
-# each CN, so that only the certificate checks can refuse them.
-tls_daemon() {
+# tls_conf_daemon CN...: a TLS daemon on $PORT, from a config file whose
+# policy allows root and each CN, so that only the certificate checks can
+# refuse them; its PKI is server_pki's.
+tls_conf_daemon() {
 	PORT=$(free_port)
 	{
 		echo "key = default=ephemeral:ecdsa-p256"
@@ -301,14 +340,12 @@ tls_daemon() {
 	wait_port "$PORT"
 }
 
-as() { local who=$1; shift; "$C" --server "tls:localhost:$PORT" --tls-ca ca.crt \
-	--tls-cert "$who.crt" --tls-key "$who.key" "$@"; }
 
 # A leaf without any extended key usage: tls.bats, tls-client-cert-without-eku-refused.
 @test "twin-tls-leaf-with-clientauth-accepted" {
 	server_pki
 	issue client-leaf ca 'extendedKeyUsage=clientAuth' 'basicConstraints=critical,CA:FALSE'
-	tls_daemon client-leaf
+	tls_conf_daemon client-leaf
 	run as client-leaf status
 	assert_success
 }
@@ -316,7 +353,7 @@ as() { local who=$1; shift; "$C" --server "tls:localhost:$PORT" --tls-ca ca.crt 
 @test "tls-ca-true-client-cert-refused" {
 	server_pki
 	issue ca-leaf ca 'basicConstraints=critical,CA:TRUE' 'extendedKeyUsage=clientAuth'
-	tls_daemon ca-leaf
+	tls_conf_daemon ca-leaf
 	run as ca-leaf status
 	assert_failure
 	# tls-ca-true-refusal-logged
@@ -327,7 +364,7 @@ as() { local who=$1; shift; "$C" --server "tls:localhost:$PORT" --tls-ca ca.crt 
 @test "tls-ca-true-with-clientauth-refused" {
 	server_pki
 	issue ca-client-leaf ca 'basicConstraints=CA:TRUE' 'extendedKeyUsage=clientAuth'
-	tls_daemon ca-client-leaf
+	tls_conf_daemon ca-client-leaf
 	run as ca-client-leaf status
 	assert_failure
 	# tls-ca-true-refusal-logged
@@ -339,7 +376,7 @@ as() { local who=$1; shift; "$C" --server "tls:localhost:$PORT" --tls-ca ca.crt 
 @test "tls-serverauth-only-client-cert-refused" {
 	server_pki
 	issue server-eku-leaf ca 'extendedKeyUsage=serverAuth'
-	tls_daemon server-eku-leaf
+	tls_conf_daemon server-eku-leaf
 	run as server-eku-leaf status
 	assert_failure
 }
@@ -351,7 +388,7 @@ bad_cn_refused() {
 	local name=$1 cn=$2
 	server_pki
 	issue_cn "$name" "$cn" ca
-	tls_daemon "$cn"
+	tls_conf_daemon "$cn"
 	fresh "$T/$name.ko"
 	run as "$name" sign "$T/$name.ko"
 	assert_failure
@@ -372,6 +409,56 @@ bad_cn_refused() {
 	# tls-log-holds-no-c1-control
 	run env LC_ALL=C grep -q "$NEL" "$T/modsignd.log"
 	assert_failure
+}
+
+@test "cn-with-zero-width-space-refused" {
+	tls_pki
+	ZWSP=$'\xe2\x80\x8b'
+	issue_cn zw "builder${ZWSP}-1" farm-ca
+	printf 'allow = cn:builder%s-1\n' "$ZWSP" >zw.conf
+	tls_daemon d --config "$T/zw.conf"
+	fresh z.ko
+	run as zw sign z.ko
+	assert_failure
+	run as builder-1 sign z.ko
+	assert_success
+}
+
+@test "cn-with-fields-in-name-quoted-in-audit-and-log" {
+	# Issue 28, 8: a CA-issued name that holds "addr=..." read as a second
+	# address in the audit record's peer field and in the log lines:
+	# cn=builder-1 addr=10.9.9.9:1 addr=127.0.0.1:60202.
+	tls_pki
+	issue_cn forged 'builder-1 addr=10.9.9.9:1' farm-ca
+	tls_daemon d --audit-log "$T/audit.jsonl"
+	fresh f.ko
+	run as forged sign f.ko
+	assert_failure
+	assert_output --partial 'cn:"builder-1 addr=10.9.9.9:1" is not named by the policy'
+	stop_daemon "$DAEMON_PID"
+	run grep -c 'addr=10.9.9.9:1 addr=' audit.jsonl modsignd.log
+	assert_output --partial 'audit.jsonl:0'
+	assert_output --partial 'modsignd.log:0'
+	run python3 - audit.jsonl <<'PY'
+import json, re, sys
+recs = [json.loads(l) for l in open(sys.argv[1]) if 'builder-1 ' in l]
+assert recs and recs[0]['identity'] == 'cn:"builder-1 addr=10.9.9.9:1"', recs
+assert re.fullmatch(r'cn="builder-1 addr=10\.9\.9\.9:1" addr=127\.0\.0\.1:\d+', recs[0]['peer']), recs
+PY
+	assert_success
+	run grep -c 'cn="builder-1 addr=10.9.9.9:1" addr=127.0.0.1:[0-9]*: refused' modsignd.log
+	assert_output 1
+}
+
+# Twin: a plain name reads as before, unquoted.
+@test "cn-twin-plain-name-unquoted" {
+	tls_pki
+	tls_daemon d --audit-log "$T/audit.jsonl"
+	fresh p.ko
+	run as builder-1 sign p.ko
+	assert_success
+	run grep -cE '"identity":"cn:builder-1","peer":"cn=builder-1 addr=127\.0\.0\.1:[0-9]+".*"result":"ok"' audit.jsonl
+	assert_output 1
 }
 
 # ---- 10. configuration -------------------------------------------------------
@@ -418,14 +505,14 @@ twin_conf() {
 
 # SIGHUP names what it does not apply.
 # grep -c prints 0 and fails when there is none yet.
-reloads() { grep -c "policy reloaded" "$T/modsignd.log" || true; }
-reloaded_since() { [ "$(reloads)" -gt "$1" ]; }
+policy_reloads() { grep -c "policy reloaded" "$T/modsignd.log" || true; }
+reloaded_since() { [ "$(policy_reloads)" -gt "$1" ]; }
 
-# hup CHANGE...: apply sed CHANGEs to hup.conf, SIGHUP the daemon and wait
-# for it to have reloaded.
-hup() {
+# hup_conf CHANGE...: apply sed CHANGEs to hup.conf, SIGHUP the daemon and
+# wait for it to have reloaded.
+hup_conf() {
 	local before
-	before=$(reloads)
+	before=$(policy_reloads)
 	sed -i "$@" hup.conf
 	kill -HUP "$DAEMON_PID"
 	# twin-sighup-...-reloaded
@@ -436,7 +523,7 @@ hup() {
 @test "twin-sighup-allow-only-change-reloaded" {
 	twin_conf hup.conf
 	start_daemon "$T/hup.sock" --config "$T/hup.conf"
-	hup -e '$a allow = uid:2'
+	hup_conf -e '$a allow = uid:2'
 	# twin-sighup-allow-only-change-warns-nothing
 	run grep -q "not applied" "$T/modsignd.log"
 	assert_failure
@@ -445,9 +532,35 @@ hup() {
 @test "sighup-names-options-not-applied" {
 	twin_conf hup.conf
 	start_daemon "$T/hup.sock" --config "$T/hup.conf"
-	hup -e "s|^audit-log = .*|audit-log = $T/elsewhere|" -e "s|^key = b=.*|key = b=ephemeral:rsa2048|"
+	hup_conf -e "s|^audit-log = .*|audit-log = $T/elsewhere|" -e "s|^key = b=.*|key = b=ephemeral:rsa2048|"
 	run grep -q "SIGHUP: .*hup.conf: changed key, audit-log: not applied until modsignd restarts" \
 		"$T/modsignd.log"
+	assert_success
+}
+
+@test "check-config-refuses-duplicate-key-name" {
+	printf 'key = default=ephemeral:ecdsa-p256\n' >c.conf
+	run "$MODSIGND" --config c.conf --key default=ephemeral:rsa2048 --check-config
+	assert_failure
+	assert_output --partial "duplicate key name"
+	# Twin: two names.
+	run "$MODSIGND" --config c.conf --key other=ephemeral:rsa2048 --check-config
+	assert_success
+}
+
+@test "cn-rule-in-quoted-form-refused" {
+	# The log shows CN `builder 1` as cn:"builder 1"; that text copied into
+	# a rule named another certificate, CN `"builder 1"` with its quotes,
+	# and the daemon took it.
+	: >c.conf
+	run "$MODSIGND" --config c.conf --key default=ephemeral:ecdsa-p256 --allow 'cn:"builder 1"' --check-config
+	assert_failure
+	assert_output --partial 'not quoted as the log shows it'
+	run "$MODSIGND" --config c.conf --key default=ephemeral:ecdsa-p256 --allow 'cn:"builder 1"=default' --check-config
+	assert_failure
+	# Twin: the name's own bytes, a space and a quote inside, are a rule.
+	run "$MODSIGND" --config c.conf --key default=ephemeral:ecdsa-p256 --allow 'cn:builder 1' \
+		--allow 'cn:b"1' --check-config
 	assert_success
 }
 

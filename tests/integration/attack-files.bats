@@ -249,12 +249,13 @@ hold_lock() {
 }
 
 # ---- 3. sign-file SRC DEST: DEST is the caller's new file -------------------
-# sf UMASK ARGS...: the client's sign-file under UMASK.
-sf() {
+# sf_umask UMASK ARGS...: the client's sign-file with the daemon's key,
+# under UMASK.
+sf_umask() {
 	(
 		umask "$1"
 		shift
-		"$C" sign-file sha256 modsign:default "$T/cert.pem" "$@"
+		sf sha256 modsign:default "$T/cert.pem" "$@"
 	)
 }
 
@@ -271,7 +272,7 @@ nobody_src() {
 @test "dest-roots-mode-per-umask" {
 	nobody_src
 	# dest-signs
-	run sf 022 "$T/nbsrc/src.ko" "$T/rootdst/d.ko"
+	run sf_umask 022 "$T/nbsrc/src.ko" "$T/rootdst/d.ko"
 	assert_success
 	assert_owner_mode "$T/rootdst/d.ko" "root 644"
 	# dest-no-setuid
@@ -285,7 +286,7 @@ nobody_src() {
 @test "dest-umask-077-mode" {
 	nobody_src
 	# dest-umask-077
-	run sf 077 "$T/nbsrc/src.ko" "$T/rootdst/e.ko"
+	run sf_umask 077 "$T/nbsrc/src.ko" "$T/rootdst/e.ko"
 	assert_success
 	assert_owner_mode "$T/rootdst/e.ko" "root 600"
 }
@@ -298,7 +299,7 @@ nobody_src() {
 	chown nobody:nogroup "$T/rootdst/x.ko"
 	chmod 0666 "$T/rootdst/x.ko"
 	# dest-existing-signs
-	run sf 022 "$T/nbsrc/src.ko" "$T/rootdst/x.ko"
+	run sf_umask 022 "$T/nbsrc/src.ko" "$T/rootdst/x.ko"
 	assert_success
 	assert_owner_mode "$T/rootdst/x.ko" "root 644"
 	# dest-existing-signed
@@ -317,7 +318,7 @@ inplace_module() {
 @test "inplace-keeps-owner-mode" {
 	inplace_module m 0640
 	# inplace-signs
-	run sf 077 "$T/inplace/m.ko"
+	run sf_umask 077 "$T/inplace/m.ko"
 	assert_success
 	assert_owner_mode "$T/inplace/m.ko" "nobody 640"
 	# inplace-signed
@@ -327,14 +328,14 @@ inplace_module() {
 @test "inplace-same-dest-keeps-owner-mode" {
 	inplace_module n 0604
 	# inplace-same-dest-signs
-	run sf 077 "$T/inplace/n.ko" "$T/inplace/n.ko"
+	run sf_umask 077 "$T/inplace/n.ko" "$T/inplace/n.ko"
 	assert_success
 	assert_owner_mode "$T/inplace/n.ko" "nobody 604"
 }
 
 @test "inplace-resign-keeps-owner-mode" {
 	inplace_module m 0640
-	run sf 077 "$T/inplace/m.ko"
+	run sf_umask 077 "$T/inplace/m.ko"
 	assert_success
 	# inplace-resign-signs: the signed module signed again, by sign.
 	run "$C" sign "$T/inplace/m.ko"

@@ -29,29 +29,6 @@ teardown() {
 	case_teardown
 }
 
-fresh() { cp "$(real_modules 1)" "$1" && "$C" strip "$1"; }
-
-# tls_daemon NAME [ARGS...]: a daemon with a UNIX and a TLS listener on a
-# free port ($PORT), root and cn:builder-1 allowed; its UNIX socket is
-# $T/NAME.sock.
-tls_daemon() {
-	local name=$1
-	shift
-	PORT=$(free_port)
-	start_daemon "$T/$name.sock" --listen "tls:127.0.0.1:$PORT" \
-		--key default=ephemeral:ecdsa-p256 --tls-cert signing-host.crt \
-		--tls-key signing-host.key --tls-client-ca farm-ca.crt \
-		--allow uid:0 --allow cn:builder-1 "$@"
-	wait_port "$PORT"
-}
-
-tls() { # CERT-NAME CLIENT-ARGS...: the client over TLS to $PORT
-	local who=$1
-	shift
-	"$C" --server "tls:localhost:$PORT" --tls-ca farm-ca.crt --tls-cert "$who.crt" \
-		--tls-key "$who.key" "$@"
-}
-
 # flood HOST PORT SOURCES PER-SOURCE DIR: keep PER-SOURCE raw TCP
 # connections from each of SOURCES (comma-separated local addresses) open,
 # sending nothing, and reopen each one the daemon closes.  DIR/ready
@@ -154,7 +131,7 @@ MANY=$(seq -s, -f '127.0.0.%g' 2 11)
 	# flood-tls-sign-1..3
 	for i in 1 2 3; do
 		fresh "t$i.ko"
-		run tls builder-1 sign "t$i.ko"
+		run as builder-1 sign "t$i.ko"
 		assert_success
 	done
 	# flood-tls-signature-verifies
@@ -167,7 +144,7 @@ MANY=$(seq -s, -f '127.0.0.%g' 2 11)
 @test "flood-tls-rogue-still-refused" {
 	flooded flood "$MANY" 40
 	fresh r.ko
-	run tls rogue sign r.ko
+	run as rogue sign r.ko
 	assert_failure
 }
 
@@ -199,7 +176,7 @@ MANY=$(seq -s, -f '127.0.0.%g' 2 11)
 @test "per-source-other-address-signs" {
 	flooded flood 127.0.0.2 80
 	fresh s.ko
-	run tls builder-1 sign s.ko
+	run as builder-1 sign s.ko
 	assert_success
 	# per-source-other-address-signature-verifies
 	"$C" --server "unix:$T/d.sock" cert >d.pem
@@ -217,7 +194,7 @@ MANY=$(seq -s, -f '127.0.0.%g' 2 11)
 @test "per-source-rogue-still-refused" {
 	flooded flood 127.0.0.2 80
 	fresh r.ko
-	run tls rogue sign r.ko
+	run as rogue sign r.ko
 	assert_failure
 }
 
@@ -225,6 +202,150 @@ MANY=$(seq -s, -f '127.0.0.%g' 2 11)
 	flooded flood 127.0.0.2 80
 	stop_flood flood >/dev/null
 	[ "$(flood_field flood plaintext)" = 0 ] || { echo "flood: $(cat flood/result)"; false; }
+}
+
+# ---- silent sockets from the builder's own address --------------------------
+# Found in the review of the issue-13 fixes (8d47504): the builder shares
+# its address's quota of handshakes with whoever opens sockets from it.
+
+@test "same-source-silent-sockets-do-not-lock-out" {
+	tls_daemon d
+	# 40 raw sockets from the builder's own address (over its share of
+	# 32), silent, each reopened as soon as the daemon closes it.
+	cat >hold.py <<'PY'
+import os, selectors, socket, sys
+port, n, stop = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+sel = selectors.DefaultSelector()
+def one():
+    s = socket.socket(); s.setblocking(False); s.bind(("127.0.0.1", 0))
+    s.connect_ex(("127.0.0.1", port)); sel.register(s, selectors.EVENT_READ)
+for _ in range(n): one()
+open(stop + ".up", "w").close()
+while not os.path.exists(stop):
+    for key, _ in sel.select(0.2):
+        try: data = key.fileobj.recv(4096)
+        except OSError: data = b""
+        if not data:
+            sel.unregister(key.fileobj); key.fileobj.close(); one()
+PY
+	python3 hold.py "$PORT" 40 "$T/stop" 3>&- &
+	holder=$!
+	eventually 10 test -e stop.up
+	ok=0
+	for i in 1 2 3 4 5; do
+		fresh "m$i.ko"
+		as builder-1 sign "m$i.ko" && ok=$((ok + 1))
+	done
+	touch stop
+	wait "$holder"
+	echo "$ok of 5 signed"
+	assert_equal "$ok" 5
+	run "$C" --server "unix:$T/d.sock" verify "$T"/m*.ko
+	assert_success
+}
+
+# unread_hello ORDER: with the daemon stopped (SIGSTOP), builder-1 connects
+# and sends its ClientHello, and a silent socket from the same address
+# connects after it (ORDER silent-after) or before it (silent-first); the
+# daemon goes on (SIGCONT) and the builder finishes its handshake and asks
+# for status.  Prints "ok", "refused MSG" or "failed: WHY".  The stop
+# makes the daemon find the builder's ClientHello waiting unread when the
+# silent socket pushes its source over its share, whatever the machine's
+# speed: the race that made same-source-silent-sockets-do-not-lock-out
+# fail on a loaded machine, made certain.
+unread_hello() {
+	PYTHONPATH="$REPO/tests" python3 - "$PORT" "$DAEMON_PID" "$1" <<'PY'
+import os, signal, socket, sys
+from tlspeer import Peer, STATUS, client_ctx
+port, pid, order = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+p = Peer(client_ctx("farm-ca.crt", "builder-1"))
+silent = []
+os.kill(pid, signal.SIGSTOP)
+try:
+    if order == "silent-first":
+        silent.append(socket.create_connection(("127.0.0.1", port)))
+    p.raw = raw = socket.create_connection(("127.0.0.1", port))
+    raw.sendall(p.hello())
+    if order == "silent-after":
+        silent.append(socket.create_connection(("127.0.0.1", port)))
+finally:
+    os.kill(pid, signal.SIGCONT)
+raw.settimeout(10)
+try:
+    p.handshake()
+    p.send(STATUS)
+    r = p.recv_frame()
+    print("ok" if r.get("ok") else "refused " + str(r.get("error")))
+except Exception as e:
+    print("failed: %s" % e)
+PY
+}
+
+@test "same-source-unread-hello-not-taken-for-silent" {
+	# A share of one handshake per source: the silent socket that comes
+	# after the builder must go, not the builder whose hello is unread.
+	tls_daemon d --max-handshakes-per-source 1
+	for i in 1 2 3; do
+		run unread_hello silent-after
+		assert_output "ok"
+	done
+}
+
+@test "same-source-twin-older-silent-socket-dropped" {
+	tls_daemon d --max-handshakes-per-source 1
+	run unread_hello silent-first
+	assert_output "ok"
+}
+
+# late_hello N: builder-1 connects from 127.0.0.1 and stays silent while
+# N more silent sockets from the same address connect, then sends its
+# ClientHello and asks for status; prints what unread_hello prints.  A
+# handshake from 127.0.0.2 made in between shows the daemon has accepted
+# the N sockets (it accepts in order), so that what it did with them is
+# done, however fast the machine: a builder that is slow to send its
+# first flight after connecting (descheduled on a loaded machine) is the
+# oldest silent socket of its address.
+late_hello() {
+	PYTHONPATH="$REPO/tests" python3 - "$PORT" "$1" <<'PY'
+import json, socket, struct, sys
+from tlspeer import STATUS, client_ctx
+port, n = int(sys.argv[1]), int(sys.argv[2])
+ctx = client_ctx("farm-ca.crt", "builder-1")
+def status(raw):
+    raw.settimeout(10)
+    s = ctx.wrap_socket(raw, server_hostname="localhost")
+    s.sendall(STATUS)
+    buf = b""
+    while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
+        b = s.recv(65536)
+        if not b: raise EOFError("connection closed")
+        buf += b
+    r = json.loads(buf[4:])
+    return "ok" if r.get("ok") else "refused " + str(r.get("error"))
+builder = socket.create_connection(("127.0.0.1", port))
+silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
+other = socket.socket(); other.bind(("127.0.0.2", 0)); other.connect(("127.0.0.1", port))
+status(other)
+try:
+    print(status(builder))
+except Exception as e:
+    print("failed: %s" % e)
+PY
+}
+
+@test "same-source-builder-silent-after-connect-not-dropped" {
+	# 40 silent sockets after it from its own address (over the share of
+	# 32): the builder, silent for a moment after connecting, is the
+	# oldest of them.
+	tls_daemon d
+	run late_hello 40
+	assert_output "ok"
+}
+
+@test "same-source-twin-under-the-share-signs" {
+	tls_daemon d
+	run late_hello 20
+	assert_output "ok"
 }
 
 # ---- the connection limit, refused over TLS; slots kept for UNIX ------------
@@ -432,8 +553,6 @@ while not os.path.exists(sys.argv[2] + "/stop"): time.sleep(0.05)
 PY
 }
 
-gone() { ! kill -0 "$DAEMON_PID" 2>/dev/null; }
-
 @test "sigterm-does-not-wait-for-silent-handshakes" {
 	tls_daemon term
 	mkdir -p term
@@ -495,12 +614,12 @@ hello() {
 }
 
 # ---- connections per identity and per source (issue 28, point 4) -----------
-# hold_tls DIR SOURCE CERT:N...: from local address SOURCE, N TLS
+# hold_tls_from DIR SOURCE CERT:N...: from local address SOURCE, N TLS
 # connections as CERT (then the next CERT:N), one after another, each asking
 # for status and kept open; DIR/lines says for each "ok" or "tls-refused
 # MSG" (an error frame inside TLS) or "failed"; then DIR/ready, and it
 # holds them until DIR/stop.
-hold_tls() {
+hold_tls_from() {
 	exec python3 - "$@" <<'PY'
 import json, os, socket, ssl, struct, sys, time
 d, src, port = sys.argv[1], sys.argv[2], int(os.environ["PORT"])
@@ -536,7 +655,7 @@ PY
 
 # capped SOURCE CERT:N... [-- DAEMON-ARGS...]: a daemon "cap" with
 # --max-connections 16 (12 TLS slots; by default 9 per identity and 9 per
-# source), builder-1 and builder-2 allowed, and hold_tls from SOURCE.
+# source), builder-1 and builder-2 allowed, and hold_tls_from SOURCE.
 capped() {
 	local src=$1 specs=()
 	shift
@@ -546,7 +665,7 @@ capped() {
 	export PORT
 	tls_daemon cap --max-connections 16 --allow cn:builder-2 "$@"
 	mkdir -p cap
-	hold_tls cap "$src" "${specs[@]}" 2>cap/err 3>&- &
+	hold_tls_from cap "$src" "${specs[@]}" 2>cap/err 3>&- &
 	BG_PIDS+=($!)
 	run eventually 60 test -e cap/ready
 	assert_success
@@ -583,7 +702,7 @@ count_lines() { grep -cx "$1" cap/lines || true; }
 	capped 127.0.0.2 builder-1:5 builder-2:4
 	assert_equal "$(count_lines ok)" 9
 	fresh b1.ko
-	run tls builder-1 sign b1.ko
+	run as builder-1 sign b1.ko
 	assert_success
 }
 
@@ -640,7 +759,7 @@ PY
 	tls_daemon d --handshake-rate 2 --handshake-burst 5
 	run hellos 20
 	fresh r.ko
-	run tls builder-1 sign r.ko
+	run as builder-1 sign r.ko
 	assert_success
 }
 
@@ -670,7 +789,7 @@ PY
 	run empty_conns 12
 	assert_success
 	fresh e.ko
-	run tls builder-1 sign e.ko
+	run as builder-1 sign e.ko
 	assert_success
 	run eventually 15 grep -q '^modsignd_signatures_issued_total{.*} 1$' m/d.prom
 	assert_success

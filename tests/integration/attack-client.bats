@@ -1,218 +1,13 @@
 #!/usr/bin/env bats
-# Attacks from the review of the issue-13 fixes (8d47504), each shown to
-# succeed there: silent sockets from the client's own address, junk from
-# 65 addresses hiding a certificate's refusal, a FIFO at a module's name,
-# a key file another user owns, a duplicate key name --check-config
-# passed, look-alike characters in a certificate's name.  Then the
-# client's part of issue 27's review (284953e): another user's
-# configuration read by root, and a server's escape sequences printed.
+# Attacks on the client by the users and servers around it: a FIFO at a
+# module's name (review of the issue-13 fixes, 8d47504), a TLS key others
+# can read, and issue 27's review (284953e): another user's configuration
+# read by root, and a server's escape sequences printed.  Each has a twin
+# that must still work.
 
 load ../common
 
-# A CA, a server certificate for localhost, and builder-1 (allowed) and
-# stranger (verified, but no rule names it).
-tls_pki() {
-	pki farm-ca
-	issue_server signing-host farm-ca DNS:localhost,IP:127.0.0.1
-	issue builder-1 farm-ca
-	issue stranger farm-ca
-}
-
-# tls_daemon ARGS...: UNIX and TLS listeners, root and cn:builder-1 allowed.
-tls_daemon() {
-	PORT=$(free_port)
-	start_daemon "$T/d.sock" --listen "tls:127.0.0.1:$PORT" \
-		--key default=ephemeral:ecdsa-p256 --tls-cert signing-host.crt \
-		--tls-key signing-host.key --tls-client-ca farm-ca.crt \
-		--allow uid:0 --allow cn:builder-1 "$@"
-}
-
-as() { # CERT-NAME CLIENT-ARGS...
-	local who=$1
-	shift
-	"$C" --server "tls:localhost:$PORT" --tls-ca farm-ca.crt --tls-cert "$who.crt" \
-		--tls-key "$who.key" "$@"
-}
-
-fresh() { cp "$(real_modules 1)" "$1" && "$C" strip "$1" >/dev/null; }
-
-@test "same-source-silent-sockets-do-not-lock-out" {
-	tls_pki
-	tls_daemon
-	# 40 raw sockets from the builder's own address (over its share of
-	# 32), silent, each reopened as soon as the daemon closes it.
-	cat >hold.py <<'PY'
-import os, selectors, socket, sys
-port, n, stop = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-sel = selectors.DefaultSelector()
-def one():
-    s = socket.socket(); s.setblocking(False); s.bind(("127.0.0.1", 0))
-    s.connect_ex(("127.0.0.1", port)); sel.register(s, selectors.EVENT_READ)
-for _ in range(n): one()
-open(stop + ".up", "w").close()
-while not os.path.exists(stop):
-    for key, _ in sel.select(0.2):
-        try: data = key.fileobj.recv(4096)
-        except OSError: data = b""
-        if not data:
-            sel.unregister(key.fileobj); key.fileobj.close(); one()
-PY
-	python3 hold.py "$PORT" 40 "$T/stop" 3>&- &
-	holder=$!
-	eventually 10 test -e stop.up
-	ok=0
-	for i in 1 2 3 4 5; do
-		fresh "m$i.ko"
-		as builder-1 sign "m$i.ko" && ok=$((ok + 1))
-	done
-	touch stop
-	wait "$holder"
-	echo "$ok of 5 signed"
-	assert_equal "$ok" 5
-	run "$C" --server "unix:$T/d.sock" verify "$T"/m*.ko
-	assert_success
-}
-
-# unread_hello ORDER: with the daemon stopped (SIGSTOP), builder-1 connects
-# and sends its ClientHello, and a silent socket from the same address
-# connects after it (ORDER silent-after) or before it (silent-first); the
-# daemon goes on (SIGCONT) and the builder finishes its handshake and asks
-# for status.  Prints "ok", "refused MSG" or "failed: WHY".  The stop
-# makes the daemon find the builder's ClientHello waiting unread when the
-# silent socket pushes its source over its share, whatever the machine's
-# speed: the race that made same-source-silent-sockets-do-not-lock-out
-# fail on a loaded machine, made certain.
-unread_hello() {
-	PYTHONPATH="$REPO/tests" python3 - "$PORT" "$DAEMON_PID" "$1" <<'PY'
-import os, signal, socket, sys
-from tlspeer import Peer, STATUS, client_ctx
-port, pid, order = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-p = Peer(client_ctx("farm-ca.crt", "builder-1"))
-silent = []
-os.kill(pid, signal.SIGSTOP)
-try:
-    if order == "silent-first":
-        silent.append(socket.create_connection(("127.0.0.1", port)))
-    p.raw = raw = socket.create_connection(("127.0.0.1", port))
-    raw.sendall(p.hello())
-    if order == "silent-after":
-        silent.append(socket.create_connection(("127.0.0.1", port)))
-finally:
-    os.kill(pid, signal.SIGCONT)
-raw.settimeout(10)
-try:
-    p.handshake()
-    p.send(STATUS)
-    r = p.recv_frame()
-    print("ok" if r.get("ok") else "refused " + str(r.get("error")))
-except Exception as e:
-    print("failed: %s" % e)
-PY
-}
-
-@test "same-source-unread-hello-not-taken-for-silent" {
-	# A share of one handshake per source: the silent socket that comes
-	# after the builder must go, not the builder whose hello is unread.
-	tls_pki
-	tls_daemon --max-handshakes-per-source 1
-	for i in 1 2 3; do
-		run unread_hello silent-after
-		assert_output "ok"
-	done
-}
-
-@test "same-source-twin-older-silent-socket-dropped" {
-	tls_pki
-	tls_daemon --max-handshakes-per-source 1
-	run unread_hello silent-first
-	assert_output "ok"
-}
-
-# late_hello N: builder-1 connects from 127.0.0.1 and stays silent while
-# N more silent sockets from the same address connect, then sends its
-# ClientHello and asks for status; prints what unread_hello prints.  A
-# handshake from 127.0.0.2 made in between shows the daemon has accepted
-# the N sockets (it accepts in order), so that what it did with them is
-# done, however fast the machine: a builder that is slow to send its
-# first flight after connecting (descheduled on a loaded machine) is the
-# oldest silent socket of its address.
-late_hello() {
-	PYTHONPATH="$REPO/tests" python3 - "$PORT" "$1" <<'PY'
-import json, socket, struct, sys
-from tlspeer import STATUS, client_ctx
-port, n = int(sys.argv[1]), int(sys.argv[2])
-ctx = client_ctx("farm-ca.crt", "builder-1")
-def status(raw):
-    raw.settimeout(10)
-    s = ctx.wrap_socket(raw, server_hostname="localhost")
-    s.sendall(STATUS)
-    buf = b""
-    while len(buf) < 4 or len(buf) < 4 + struct.unpack(">I", buf[:4])[0]:
-        b = s.recv(65536)
-        if not b: raise EOFError("connection closed")
-        buf += b
-    r = json.loads(buf[4:])
-    return "ok" if r.get("ok") else "refused " + str(r.get("error"))
-builder = socket.create_connection(("127.0.0.1", port))
-silent = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
-other = socket.socket(); other.bind(("127.0.0.2", 0)); other.connect(("127.0.0.1", port))
-status(other)
-try:
-    print(status(builder))
-except Exception as e:
-    print("failed: %s" % e)
-PY
-}
-
-@test "same-source-builder-silent-after-connect-not-dropped" {
-	# 40 silent sockets after it from its own address (over the share of
-	# 32): the builder, silent for a moment after connecting, is the
-	# oldest of them.
-	tls_pki
-	tls_daemon
-	run late_hello 40
-	assert_output "ok"
-}
-
-@test "same-source-twin-under-the-share-signs" {
-	tls_pki
-	tls_daemon
-	run late_hello 20
-	assert_output "ok"
-}
-
-@test "verified-name-refusal-recorded-past-the-table" {
-	tls_pki
-	tls_daemon --audit-log "$T/audit.jsonl"
-	# Junk handshakes from 70 addresses fill the table of unauthenticated
-	# sources (64) and its shared entry.
-	python3 - "$PORT" <<'PY'
-import socket, sys
-for i in range(1, 71):
-    s = socket.socket(); s.bind(("127.0.5.%d" % i, 0))
-    s.connect(("127.0.0.1", int(sys.argv[1])))
-    try:
-        s.sendall(b"GET / HTTP/1.0\r\n\r\n")
-        while s.recv(4096): pass
-    except ConnectionResetError:
-        pass
-    s.close()
-PY
-	fresh s.ko
-	for i in 1 2 3; do
-		run as stranger sign s.ko
-		assert_failure
-		assert_output --partial "not named by the policy"
-	done
-	# Its first refusal is recorded in full, in the names' own table (issue
-	# 28, 2: not one record per attempt); the others are counted.
-	n=$(grep -c '"identity":"cn:stranger","peer":"cn=stranger addr=127.0.0.1:[0-9]*",.*"result":"permission denied' audit.jsonl || true)
-	echo "cn:stranger in $n full records"
-	assert_equal "$n" 1
-	kill -HUP "$DAEMON_PID"
-	run eventually 10 grep -q '"identity":"cn:stranger".*"summary":true,"count":2,' audit.jsonl
-	assert_success
-}
+# ---- files the client reads: a module, its own TLS key ----------------------
 
 @test "fifo-at-module-name-refused-at-once" {
 	mkdir -m 0777 u
@@ -234,126 +29,11 @@ PY
 	assert_success
 }
 
-@test "key-file-owned-by-another-user-refused" {
-	make_pem_key k.pem rsa:2048
-	chown nobody k.pem
-	# Refused at start (a daemon that takes the key would serve, so the
-	# attempt is bounded: 124 is the daemon that accepted it).
-	run timeout 20 "$MODSIGND" --listen "unix:$T/d.sock" --key "default=$T/k.pem"
-	assert_failure
-	refute [ "$status" -eq 124 ]
-	assert_output --partial "k.pem: owner uid 65534"
-	: >e.conf
-	run "$MODSIGND" --config e.conf --key "default=$T/k.pem" --check-config
-	assert_failure
-	assert_output --partial "k.pem: owner uid 65534"
-	# Twin: the same file, root's, is taken.
-	chown root k.pem
-	run "$MODSIGND" --config e.conf --key "default=$T/k.pem" --check-config
-	assert_success
-}
-
-@test "key-file-symlink-refused-naming-it" {
-	make_pem_key k.pem rsa:2048
-	ln -s k.pem link.pem
-	: >e.conf
-	run "$MODSIGND" --config e.conf --key "default=$T/link.pem" --check-config
-	assert_failure
-	assert_output --partial "link.pem: a symbolic link"
-}
-
-@test "check-config-refuses-duplicate-key-name" {
-	printf 'key = default=ephemeral:ecdsa-p256\n' >c.conf
-	run "$MODSIGND" --config c.conf --key default=ephemeral:rsa2048 --check-config
-	assert_failure
-	assert_output --partial "duplicate key name"
-	# Twin: two names.
-	run "$MODSIGND" --config c.conf --key other=ephemeral:rsa2048 --check-config
-	assert_success
-}
-
-@test "cn-with-zero-width-space-refused" {
-	tls_pki
-	ZWSP=$'\xe2\x80\x8b'
-	issue_cn zw "builder${ZWSP}-1" farm-ca
-	printf 'allow = cn:builder%s-1\n' "$ZWSP" >zw.conf
-	tls_daemon --config "$T/zw.conf"
-	fresh z.ko
-	run as zw sign z.ko
-	assert_failure
-	run as builder-1 sign z.ko
-	assert_success
-}
-
-@test "cn-with-fields-in-name-quoted-in-audit-and-log" {
-	# Issue 28, 8: a CA-issued name that holds "addr=..." read as a second
-	# address in the audit record's peer field and in the log lines:
-	# cn=builder-1 addr=10.9.9.9:1 addr=127.0.0.1:60202.
-	tls_pki
-	issue_cn forged 'builder-1 addr=10.9.9.9:1' farm-ca
-	tls_daemon --audit-log "$T/audit.jsonl"
-	fresh f.ko
-	run as forged sign f.ko
-	assert_failure
-	assert_output --partial 'cn:"builder-1 addr=10.9.9.9:1" is not named by the policy'
-	stop_daemon "$DAEMON_PID"
-	run grep -c 'addr=10.9.9.9:1 addr=' audit.jsonl modsignd.log
-	assert_output --partial 'audit.jsonl:0'
-	assert_output --partial 'modsignd.log:0'
-	run python3 - audit.jsonl <<'PY'
-import json, re, sys
-recs = [json.loads(l) for l in open(sys.argv[1]) if 'builder-1 ' in l]
-assert recs and recs[0]['identity'] == 'cn:"builder-1 addr=10.9.9.9:1"', recs
-assert re.fullmatch(r'cn="builder-1 addr=10\.9\.9\.9:1" addr=127\.0\.0\.1:\d+', recs[0]['peer']), recs
-PY
-	assert_success
-	run grep -c 'cn="builder-1 addr=10.9.9.9:1" addr=127.0.0.1:[0-9]*: refused' modsignd.log
-	assert_output 1
-}
-
-@test "cn-rule-in-quoted-form-refused" {
-	# The log shows CN `builder 1` as cn:"builder 1"; that text copied into
-	# a rule named another certificate, CN `"builder 1"` with its quotes,
-	# and the daemon took it.
-	: >c.conf
-	run "$MODSIGND" --config c.conf --key default=ephemeral:ecdsa-p256 --allow 'cn:"builder 1"' --check-config
-	assert_failure
-	assert_output --partial 'not quoted as the log shows it'
-	run "$MODSIGND" --config c.conf --key default=ephemeral:ecdsa-p256 --allow 'cn:"builder 1"=default' --check-config
-	assert_failure
-	# Twin: the name's own bytes, a space and a quote inside, are a rule.
-	run "$MODSIGND" --config c.conf --key default=ephemeral:ecdsa-p256 --allow 'cn:builder 1' \
-		--allow 'cn:b"1' --check-config
-	assert_success
-}
-
-# Twin: a plain name reads as before, unquoted.
-@test "cn-twin-plain-name-unquoted" {
-	tls_pki
-	tls_daemon --audit-log "$T/audit.jsonl"
-	fresh p.ko
-	run as builder-1 sign p.ko
-	assert_success
-	run grep -cE '"identity":"cn:builder-1","peer":"cn=builder-1 addr=127\.0\.0\.1:[0-9]+".*"result":"ok"' audit.jsonl
-	assert_output 1
-}
-
-@test "key-file-fifo-refused-at-once" {
-	# A FIFO where a key or PIN file should be held the daemon's start
-	# (and --check-config) for ever.
-	mkfifo k.pem
-	: >e.conf
-	run timeout 20 "$MODSIGND" --config e.conf --key "default=$T/k.pem" --check-config
-	assert_failure
-	refute [ "$status" -eq 124 ]
-	assert_output --partial "k.pem: not a regular file"
-}
-
 @test "client-tls-key-readable-by-others-refused" {
 	# The builder's own TLS key is as secret as the daemon's: refused by
 	# the same check when group or others may read it.
 	tls_pki
-	tls_daemon
+	tls_daemon d
 	chmod 0644 builder-1.key
 	run as builder-1 status
 	assert_failure
@@ -455,8 +135,8 @@ in_root_home() {
 	unshare -m sh -c 'mount --bind "$0" /root && exec "$@"' "$dir" "$@"
 }
 
-# as_nobody HOME CMD-ARGS...: the client run by nobody with HOME.
-as_nobody() {
+# client_as_nobody HOME CMD-ARGS...: the client run by nobody with HOME.
+client_as_nobody() {
 	local home=$1 c
 	shift
 	c=$(nobody_client)
@@ -500,16 +180,16 @@ as_nobody() {
 	start_daemon "$T/d.sock" --key default=ephemeral:ecdsa-p256 --allow uid:65534 \
 		--socket-mode 0666
 	conf_in "$T/nb" nobody 0600 "unix:$T/d.sock"
-	run as_nobody "$T/nb" status
+	run client_as_nobody "$T/nb" status
 	assert_success
 	assert_output --partial "server: unix:$T/d.sock"
 	# Readable by all is fine (ssh's rule is about writing), and so is a
 	# file of root's in the user's home.
 	chmod 0644 nb/.config/modsign/client.conf
-	run as_nobody "$T/nb" status
+	run client_as_nobody "$T/nb" status
 	assert_success
 	chown root nb/.config/modsign/client.conf
-	run as_nobody "$T/nb" status
+	run client_as_nobody "$T/nb" status
 	assert_success
 	assert_output --partial "server: unix:$T/d.sock"
 }
@@ -558,7 +238,7 @@ as_nobody() {
 	assert_output --partial "server: unix:$T/d.sock"
 	# Twin: a home it can search still has its file checked, not skipped.
 	conf_in "$T/alice" daemon 0644 "unix:$T/d.sock"
-	run as_nobody "$T/alice" status
+	run client_as_nobody "$T/alice" status
 	assert_failure
 	assert_output --partial "client.conf: owner uid 1: neither root nor uid 65534"
 }
@@ -567,12 +247,12 @@ as_nobody() {
 	start_daemon "$T/d.sock" --key default=ephemeral:ecdsa-p256 --allow uid:65534 \
 		--socket-mode 0666
 	conf_in "$T/nb" nobody 0664 "unix:$T/d.sock"
-	run as_nobody "$T/nb" status
+	run client_as_nobody "$T/nb" status
 	assert_failure
 	assert_output --partial "client.conf: mode 0664: group or others may write it"
 	refute_output --partial "server: unix:$T/d.sock"
 	chmod 0646 nb/.config/modsign/client.conf
-	run as_nobody "$T/nb" status
+	run client_as_nobody "$T/nb" status
 	assert_failure
 	assert_output --partial "client.conf: mode 0646"
 }
@@ -582,7 +262,7 @@ as_nobody() {
 		--socket-mode 0666
 	conf_in "$T/nb" nobody 0644 "unix:$T/d.sock"
 	chown daemon nb/.config/modsign/client.conf
-	run as_nobody "$T/nb" status
+	run client_as_nobody "$T/nb" status
 	assert_failure
 	assert_output --partial "client.conf: owner uid $(id -u daemon): neither root nor uid 65534"
 	refute_output --partial "server: unix:$T/d.sock"

@@ -1,8 +1,10 @@
 #!/usr/bin/env bats
-# Detached signatures, the distribution flow (issue 19): sign-file's -d
-# and -p, with an RSA key (PKCS#1 v1.5 is deterministic) byte for byte
-# what the kernel's own sign-file makes from the same PEM key.  Each case
-# has its own daemon on a key made at run time.
+# One module's detached signature: sign-file's -d (the .p7s alone, the
+# module left as it was) and -p (the .p7s and the signed module), with an
+# RSA key (PKCS#1 v1.5 is deterministic) byte for byte what the kernel's
+# own sign-file makes from the same PEM key.  The flow these serve, over
+# trees of modules, is attach.bats.  Each case has its own daemon on a
+# key made at run time.
 
 load ../common
 
@@ -18,9 +20,6 @@ setup() {
 
 teardown() { case_teardown; }
 
-sf() { "$C" sign-file "$@"; }
-ref() { "$FIX/sign-file" "$@"; }
-
 @test "sign-file-d-p7s-identical" {
 	ref -d sha256 rsa.pem rsa.pem.crt ref.ko
 	sf -d sha256 modsign:default rsa.pem.crt m.ko
@@ -30,7 +29,7 @@ ref() { "$FIX/sign-file" "$@"; }
 @test "sign-file-d-p7s-identical-twin-other-module" {
 	# The comparison notices a module one byte different.
 	ref -d sha256 rsa.pem rsa.pem.crt ref.ko
-	flip_byte m.ko 100
+	flip_bit_at m.ko 100
 	sf -d sha256 modsign:default rsa.pem.crt m.ko
 	run cmp -s ref.ko.p7s m.ko.p7s
 	assert_failure
