@@ -44,7 +44,7 @@ UNIT_SRC   := $(wildcard tests/unit/test-*.c)
 # for kbuild's per-module path saved less than 10% of it once dynamically
 # linked too: docs/PERFORMANCE.md, "One client or two").
 CLIENT_OBJ := $(addprefix $(B)/obj/modsign-client/,$(addsuffix .o,main client commands \
-              conn conn-tls pool cmd-sign cmd-signfile-batch cmd-attach cmd-status cmd-cert cmd-verify cmd-strip cmd-log modfile paths))
+              conn conn-tls rpc pool cmd-sign cmd-signfile-batch cmd-attach cmd-status cmd-cert cmd-verify cmd-strip cmd-log modfile paths))
 
 LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/obj/%.o) $(B)/obj/genkey_template.o
@@ -90,6 +90,8 @@ $(B)/tests/test-modfile: $(B)/obj/modsign-client/modfile.o
 $(B)/tests/test-paths: $(B)/obj/modsign-client/paths.o
 $(B)/tests/test-translog: $(B)/obj/modsignd/translog.o
 $(B)/tests/test-conn: $(B)/obj/modsign-client/conn.o $(B)/obj/modsign-client/conn-tls.o
+$(B)/tests/test-rpc: $(B)/obj/modsign-client/rpc.o $(B)/obj/modsign-client/conn.o \
+		    $(B)/obj/modsign-client/conn-tls.o
 # request.o's reply builders describe keys: the keystore comes whole.
 $(B)/tests/test-request: $(filter-out $(B)/obj/modsignd/main.o,$(DAEMON_OBJ))
 

@@ -9,48 +9,19 @@
 #include "cert.h"
 #include "client.h"
 #include "commands.h"
+#include "rpc.h"
 #include "util.h"
-
-int cert_reply_parse(json_object *reply, X509 **ret)
-{
-	_cleanup_(freep) uint8_t *der = NULL;
-	const char *b64;
-	size_t len;
-
-	if (proto_get_string(reply, "cert", PROTO_MAX_FRAME, true, &b64) < 0 ||
-	    base64_decode(b64, &der, &len) < 0 || cert_from_der(der, len, ret) < 0)
-		return -EBADMSG;
-	return 0;
-}
-
-json_object *cert_request(uint64_t id, const char *key)
-{
-	json_object *req = proto_request_new(id, "cert");
-
-	if (req && key)
-		json_object_object_add(req, "key", json_object_new_string(key));
-	return req;
-}
 
 int cmd_cert_fetch(struct conn *c, const char *key, X509 **ret)
 {
-	_cleanup_(json_object_putp) json_object *req = NULL, *reply = NULL;
-	const char *err;
-	int r;
+	struct rpc_error err;
+	int r = rpc_cert(c, key, ret, &err);
 
-	req = cert_request(conn_next_id(c), key);
-	if (!req)
-		return -ENOMEM;
-	r = conn_call(c, req, &reply, &err);
-	if (r < 0) {
-		warn_msg("%s: %s", key ?: "default key", r == -EREMOTEIO ? err : conn_strerror(c, r));
-		return r;
-	}
-	if (cert_reply_parse(reply, ret) < 0) {
+	if (r < 0 && err.malformed)
 		warn_msg("malformed certificate from modsignd");
-		return -EBADMSG;
-	}
-	return 0;
+	else if (r < 0)
+		warn_msg("%s: %s", key ?: "default key", err.why);
+	return r;
 }
 
 int cmd_cert(const struct global *g, int argc, char **argv)

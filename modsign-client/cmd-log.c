@@ -31,6 +31,7 @@
 #include "commands.h"
 #include "modfile.h"
 #include "note.h"
+#include "rpc.h"
 #include "tlog-entry.h"
 #include "tlog-proof.h"
 #include "tlog.h"
@@ -71,24 +72,18 @@ struct audit {
 static int fetch(const struct global *g, const char *field, char **ret)
 {
 	_cleanup_(conn_closep) struct conn *c = NULL;
-	_cleanup_(json_object_putp) json_object *req = NULL, *reply = NULL;
-	const char *err, *v;
+	struct rpc_error err;
 	int r;
 
 	if (client_connect(g, &c) < 0)
 		return -ENOTCONN;
-	req = proto_request_new(conn_next_id(c), "log");
-	r = conn_call(c, req, &reply, &err);
-	if (r < 0) {
-		warn_msg("%s: %s", conn_address(c), r == -EREMOTEIO ? err : conn_strerror(c, r));
-		return r;
-	}
-	if (proto_get_string(reply, field, NOTE_MAX, true, &v) < 0) {
+	r = strcmp(field, PROTO_F_VKEY) == 0 ? rpc_log_vkey(c, ret, &err) :
+					       rpc_log_checkpoint(c, ret, &err);
+	if (r < 0 && err.malformed)
 		warn_msg("%s: no \"%s\" in the reply", conn_address(c), field);
-		return -EBADMSG;
-	}
-	*ret = strdup(v);
-	return *ret ? 0 : -ENOMEM;
+	else if (r < 0)
+		warn_msg("%s: %s", conn_address(c), err.why);
+	return r;
 }
 
 static int print_field(const struct global *g, int argc, const char *field)
@@ -181,28 +176,20 @@ static int fetch_tile(struct audit *a, const char *path, uint8_t *buf, size_t ma
 	uint64_t off = 0, size = 0;
 
 	do {
-		_cleanup_(json_object_putp) json_object *req = NULL, *reply = NULL;
-		_cleanup_(freep) uint8_t *data = NULL;
-		const char *err, *b64;
-		size_t n;
-		int r;
+		struct rpc_tile t = { 0 };
+		struct rpc_error err;
+		int r = rpc_log_tile(a->conn, path, off, &t, &err);
 
-		req = proto_request_new(conn_next_id(a->conn), "log");
-		if (!req)
-			return -ENOMEM;
-		json_object_object_add(req, "path", json_object_new_string(path));
-		json_object_object_add(req, "offset", json_object_new_uint64(off));
-		r = conn_call(a->conn, req, &reply, &err);
 		if (r < 0)
-			return failf(a, "%s: %s", path, r == -EREMOTEIO ? err : conn_strerror(a->conn, r));
-		if (proto_get_uint(reply, "size", &size) < 0 ||
-		    proto_get_string(reply, "data", PROTO_MAX_FRAME, true, &b64) < 0 ||
-		    base64_decode(b64, &data, &n) < 0 || (n == 0 && off < size))
-			return failf(a, "%s: malformed reply", path);
-		if (size > max || n > size - off)
+			return failf(a, "%s: %s", path, err.why); /* "malformed reply" too */
+		size = t.size;
+		if (size > max || t.len > size - off) {
+			free(t.data);
 			return -EFBIG;
-		memcpy(buf + off, data, n);
-		off += n;
+		}
+		memcpy(buf + off, t.data, t.len);
+		off += t.len;
+		free(t.data);
 	} while (off < size);
 	*ret_len = off;
 	return 0;
@@ -437,7 +424,7 @@ static int load_verifier(const struct global *g, const struct verify_opts *o,
 		vkey = strdup(o->vkey);
 	else if (o->vkey_file && (r = read_small(o->vkey_file, AT_FDCWD, &vkey)) < 0)
 		return warn_msg("%s: %s", o->vkey_file, strerror(-r)), r;
-	else if (!o->vkey_file && !o->dir && fetch(g, "vkey", &vkey) < 0)
+	else if (!o->vkey_file && !o->dir && fetch(g, PROTO_F_VKEY, &vkey) < 0)
 		return -ENOTCONN; /* trust on first use: docs/TRANSPARENCY.md */
 	if (!vkey)
 		return warn_msg("log verify: --vkey or --vkey-file is needed offline"), -EINVAL;
@@ -459,7 +446,7 @@ static int load_checkpoint(const struct global *g, const struct verify_opts *o, 
 	if (o->checkpoint || o->dir)
 		r = read_small(o->checkpoint ?: "checkpoint", o->checkpoint ? AT_FDCWD : dfd, &note);
 	else
-		r = fetch(g, "checkpoint", &note);
+		r = fetch(g, PROTO_F_CHECKPOINT, &note);
 	if (r == -ENOTCONN)
 		return r;
 	if (r < 0)

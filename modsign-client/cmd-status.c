@@ -11,61 +11,40 @@
 
 #include "client.h"
 #include "commands.h"
+#include "rpc.h"
 #include "util.h"
 
-static const char *str(json_object *o, const char *key)
-{
-	const char *s = NULL;
-
-	proto_get_string(o, key, PROTO_MAX_FRAME, true, &s);
-	return s ?: "?";
-}
-
 /* "health: ok", or "health: unavailable (why)"; nothing from an older daemon. */
-static void print_health(json_object *k)
+static void print_health(const struct rpc_key *k)
 {
-	const char *h = NULL, *why = NULL;
+	const char *why = k->health_error;
 
-	if (proto_get_string(k, "health", PROTO_MAX_NAME, true, &h) < 0)
+	if (!k->health)
 		return;
-	proto_get_string(k, "health_error", PROTO_MAX_ERROR, true, &why);
-	out_line("  health:  %s%s%s%s", h, why ? " (" : "", why ?: "", why ? ")" : "");
+	out_line("  health:  %s%s%s%s", k->health, why ? " (" : "", why ?: "", why ? ")" : "");
 }
 
-/* The status reply of @c: 0 and *@ret, or -errno with *@ret_why. */
-static int status_call(struct conn *c, json_object **ret, const char **ret_why)
+/* The status of @c, or why not in @err (said by the caller). */
+static int status_call(struct conn *c, struct rpc_status **ret, struct rpc_error *err)
 {
-	_cleanup_(json_object_putp) json_object *req = NULL;
-	const char *err;
-	int r;
+	int r = rpc_status(c, ret, err);
 
-	req = proto_request_new(conn_next_id(c), "status");
-	if (!req)
-		return -ENOMEM;
-	r = conn_call(c, req, ret, &err);
-	if (r < 0)
-		*ret_why = r == -EREMOTEIO ? err : conn_strerror(c, r);
+	if (r < 0 && err->malformed)
+		snprintf(err->why, sizeof(err->why), "malformed status reply");
 	return r;
 }
 
-static int print_text(json_object *reply, const char *address)
+static int print_text(const struct rpc_status *s, const char *address)
 {
-	json_object *keys;
+	out_line("server: %s (modsignd %s)", address, s->version);
+	for (size_t i = 0; i < s->n_keys; i++) {
+		const struct rpc_key *k = &s->keys[i];
 
-	out_line("server: %s (modsignd %s)", address, str(reply, "version"));
-	if (!json_object_object_get_ex(reply, "keys", &keys) ||
-	    !json_object_is_type(keys, json_type_array))
-		return 1;
-	for (size_t i = 0; i < json_object_array_length(keys); i++) {
-		json_object *k = json_object_array_get_idx(keys, i);
-		bool def = false;
-
-		proto_get_bool(k, "default", &def);
-		out_line("key %s%s: %s, %s", str(k, "name"), def ? " (default)" : "",
-			 str(k, "algorithm"), str(k, "backend"));
-		out_line("  subject: %s", str(k, "subject"));
-		out_line("  key id:  %s", str(k, "key_id"));
-		out_line("  serial:  %s", str(k, "serial"));
+		out_line("key %s%s: %s, %s", k->name, k->is_default ? " (default)" : "",
+			 k->algorithm, k->backend);
+		out_line("  subject: %s", k->subject);
+		out_line("  key id:  %s", k->key_id);
+		out_line("  serial:  %s", k->serial);
 		print_health(k);
 	}
 	return 0;
@@ -74,16 +53,48 @@ static int print_text(json_object *reply, const char *address)
 static int status_text(const struct global *g)
 {
 	_cleanup_(conn_closep) struct conn *c = NULL;
-	_cleanup_(json_object_putp) json_object *reply = NULL;
-	const char *why = NULL;
+	_cleanup_(rpc_status_freep) struct rpc_status *s = NULL;
+	struct rpc_error err;
 
 	if (client_connect(g, &c) < 0)
 		return 1;
-	if (status_call(c, &reply, &why) < 0) {
-		warn_msg("%s: %s", conn_address(c), why);
+	if (status_call(c, &s, &err) < 0) {
+		warn_msg("%s: %s", conn_address(c), err.why);
 		return 1;
 	}
-	return print_text(reply, conn_address(c));
+	return print_text(s, conn_address(c));
+}
+
+/* A key as status --json shows it: the daemon's fields, its names. */
+static json_object *key_json(const struct rpc_key *k)
+{
+	json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, PROTO_F_NAME, json_object_new_string(k->name));
+	json_object_object_add(o, PROTO_F_ALGORITHM, json_object_new_string(k->algorithm));
+	json_object_object_add(o, PROTO_F_BACKEND, json_object_new_string(k->backend));
+	json_object_object_add(o, PROTO_F_SUBJECT, json_object_new_string(k->subject));
+	json_object_object_add(o, PROTO_F_KEY_ID, json_object_new_string(k->key_id));
+	json_object_object_add(o, PROTO_F_SERIAL, json_object_new_string(k->serial));
+	json_object_object_add(o, PROTO_F_DEFAULT, json_object_new_boolean(k->is_default));
+	if (k->health)
+		json_object_object_add(o, PROTO_F_HEALTH, json_object_new_string(k->health));
+	if (k->health_error)
+		json_object_object_add(o, PROTO_F_HEALTH_ERROR,
+				       json_object_new_string(k->health_error));
+	return o;
+}
+
+static void add_status(json_object *out, const struct rpc_status *s)
+{
+	json_object *keys = json_object_new_array();
+
+	json_object_object_add(out, PROTO_F_DAEMON_VERSION, json_object_new_string(s->version));
+	for (size_t i = 0; keys && i < s->n_keys; i++)
+		json_object_array_add(keys, key_json(&s->keys[i]));
+	json_object_object_add(out, PROTO_F_KEYS, keys);
 }
 
 /* {"server":LABEL,"ok":true,"version":...,"keys":[...]} or
@@ -91,7 +102,9 @@ static int status_text(const struct global *g)
 static json_object *target_status(const struct global *g, const struct conn_target *t)
 {
 	_cleanup_(conn_closep) struct conn *c = NULL;
-	json_object *reply = NULL, *out = json_object_new_object(), *v;
+	_cleanup_(rpc_status_freep) struct rpc_status *s = NULL;
+	json_object *out = json_object_new_object();
+	struct rpc_error err;
 	const char *why = NULL;
 	int r;
 
@@ -99,17 +112,14 @@ static json_object *target_status(const struct global *g, const struct conn_targ
 		return NULL;
 	json_object_object_add(out, "server", json_object_new_string(t->label));
 	r = conn_open_target(t, &g->tls, g->stall_ms, &c, &why);
-	if (r >= 0)
-		r = status_call(c, &reply, &why);
+	if (r >= 0 && (r = status_call(c, &s, &err)) < 0)
+		why = err.why;
 	json_object_object_add(out, "ok", json_object_new_boolean(r >= 0));
 	if (r < 0)
 		json_object_object_add(out, "error",
 				       json_object_new_string(why ?: strerror(-r)));
-	if (r >= 0 && json_object_object_get_ex(reply, "version", &v))
-		json_object_object_add(out, "version", json_object_get(v));
-	if (r >= 0 && json_object_object_get_ex(reply, "keys", &v))
-		json_object_object_add(out, "keys", json_object_get(v));
-	json_object_put(reply);
+	else
+		add_status(out, s);
 	return out;
 }
 

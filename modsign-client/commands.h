@@ -62,11 +62,4 @@ int commands_run(const struct global *g, const char *name, int argc, char **argv
 struct x509_st;
 int cmd_cert_fetch(struct conn *c, const char *key, struct x509_st **ret);
 
-/* cmd-cert.c: the request for @key's certificate (NULL: the default
- * key's), new reference or NULL; and the certificate of an ok reply to
- * it (-EBADMSG: none, or not one), which the pool asks of each server
- * (pool.c). */
-json_object *cert_request(uint64_t id, const char *key);
-int cert_reply_parse(json_object *reply, struct x509_st **ret);
-
 #endif

@@ -16,8 +16,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "commands.h"
 #include "pool.h"
+#include "rpc.h"
 #include "util.h"
 
 /* "did not answer" for a host that is down; a TLS failure (a certificate
@@ -98,8 +98,8 @@ static void read_cert(struct pool *p, size_t i, uint64_t id, X509 **ret, pool_wh
 {
 	_cleanup_(json_object_putp) json_object *reply = NULL;
 	struct conn *c = p->v[i].c;
+	struct rpc_error err;
 	uint64_t got;
-	bool ok = false;
 	int r;
 
 	r = conn_recv(c, &reply);
@@ -107,13 +107,14 @@ static void read_cert(struct pool *p, size_t i, uint64_t id, X509 **ret, pool_wh
 		snprintf(why, sizeof(pool_why), "no answer to cert (stalled)");
 	else if (r < 0)
 		snprintf(why, sizeof(pool_why), "cert: %s", conn_strerror(c, r));
-	else if (proto_get_uint(reply, "id", &got) < 0 || got != id) {
+	else if (proto_get_uint(reply, PROTO_F_ID, &got) < 0 || got != id) {
 		conn_note_refusal(c, reply_error(reply));
 		snprintf(why, sizeof(pool_why), "cert: %s", conn_strerror(c, -ECONNREFUSED));
-	} else if (proto_get_bool(reply, "ok", &ok) < 0 || !ok)
-		snprintf(why, sizeof(pool_why), "cert: %s", reply_error(reply));
-	else if (cert_reply_parse(reply, ret) < 0)
-		snprintf(why, sizeof(pool_why), "cert: malformed certificate");
+	} else if (rpc_cert_reply(reply, ret, &err) < 0)
+		/* Cut at the end of @why, as ever. */
+		snprintf(why, sizeof(pool_why), "cert: %.*s",
+			 (int)(sizeof(pool_why) - sizeof("cert: ")),
+			 err.malformed ? "malformed certificate" : err.why);
 }
 
 /* Every connection's certificate of @key into @certs, or why not into
@@ -130,7 +131,7 @@ static void fetch_certs(struct pool *p, const char *key, X509 **certs, pool_why 
 		int r;
 
 		ids[i] = conn_next_id(p->v[i].c);
-		req = cert_request(ids[i], key);
+		req = rpc_cert_request(ids[i], key);
 		r = req ? conn_send(p->v[i].c, req) : -ENOMEM;
 		if (r < 0)
 			snprintf(whys[i], sizeof(pool_why), "cert: %s",
