@@ -24,6 +24,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "proto.h"
+#include "protocol.h"
 #include "request.h"
 #include "server.h"
 #include "syncer.h"
@@ -537,8 +538,8 @@ static void handle_message(struct server *s, struct conn *c, json_object *msg)
 
 	if (request_parse(msg, &req, &err) < 0) {
 		log_notice("%s: bad request: %s", c->peer.desc, err);
-		proto_get_string(msg, "op", 16, true, &op);
-		if (op && strcmp(op, "sign") == 0)
+		proto_get_string(msg, PROTO_F_OP, PROTO_MAX_OP, true, &op);
+		if (op && strcmp(op, PROTO_OP_SIGN) == 0)
 			audit_refusal(s, &c->peer, &req, err);
 		conn_reply_error(c, req.id, err);
 		return;
@@ -1177,7 +1178,8 @@ static void reply_job(struct server *s, struct job *j, int sync_r)
 		json_object *o = reply_signature(j->id, j->key, j->der, j->der_len);
 
 		if (o && j->logged)
-			json_object_object_add(o, "log_index", json_object_new_uint64(j->log_index));
+			json_object_object_add(o, PROTO_F_LOG_INDEX,
+					       json_object_new_uint64(j->log_index));
 		conn_queue(c, o);
 		s->signed_total++;
 	}
