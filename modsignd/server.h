@@ -23,7 +23,7 @@
  * not take connection slots while it runs: each TLS listener has its own
  * budget of handshakes in progress, and one source address (an IPv4
  * address, an IPv6 /64) only part of it.  A source over its share loses
- * its own oldest silent socket (one without a byte sent: server.c,
+ * its own oldest silent socket (one without a byte sent: server-accept.c,
  * conn_silent()); a full listener drops the oldest handshake of the
  * source holding most.  A handshake's key exchange waits for a token of
  * its source's, and the connections an identity or a source may hold are
@@ -40,13 +40,13 @@
 #define SERVER_DEFAULT_IDLE_TIMEOUT 60
 /* Requests one connection may have queued for signing at once; past it we
  * stop reading from that connection until replies drain.  Four groups of
- * a transparency log's commit (server.c, SERVER_GROUP_JOBS): while one is
+ * a transparency log's commit (server-internal.h, SERVER_GROUP_JOBS): while one is
  * being synced and the next gathers, the workers still have work.  The
  * client keeps as many in flight: one number, lib/protocol.h. */
 #define SERVER_MAX_INFLIGHT PROTO_SIGN_WINDOW
 /* Requests in flight across all connections, shared out: each connection
  * may have SERVER_MAX_JOBS / (connections held) of them, at most
- * SERVER_MAX_INFLIGHT (server.c, conn_window()).  What allowed peers can
+ * SERVER_MAX_INFLIGHT (server-conn.c, conn_window()).  What allowed peers can
  * make the daemon hold in jobs (with 4 KiB module names, ~18 MiB of
  * locked memory; twice that while a new connection takes its share before
  * the others have given theirs back) is then bounded whatever their
