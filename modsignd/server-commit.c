@@ -214,15 +214,10 @@ bool group_waiting(const struct server *s)
  * client with many requests in flight loses no throughput, and one
  * request waits at most that long more.  Fewer, larger commits cost less
  * CPU (files, an Ed25519 signature, the syncs' writeback), which the
- * workers need: at 16 jobs or 2 ms, an RSA-2048 batch with a log ran at
- * 85% of its rate without one; at 128 or 40 ms, 96-99% on tmpfs but
- * about 95% on this machine's disk, where each commit cost ~14 device
- * flushes and ~40 writes (the fdatasync of each tile, the fsync of each
- * new directory entry, the journal's): at 256 or 80 ms, half as many
- * commits, 97-98%.  256 is a quarter of the SERVER_MAX_INFLIGHT window,
+ * workers need; a group is a quarter of the SERVER_MAX_INFLIGHT window,
  * so that while one group is synced and the next gathers the workers
- * still have work queued (with half the window, the disk's slow syncs
- * left them idle: the machine 93% busy instead of 97%).
+ * still have work queued (what other sizes cost: docs/PERFORMANCE.md,
+ * "Sign window and group commit").
  */
 static bool group_ready(const struct server *s)
 {

@@ -289,8 +289,11 @@ int conn_fill(struct conn *c)
 /* ---- connections: state ------------------------------------------------ */
 
 /* Requests one connection may have in flight: its share of
- * SERVER_MAX_JOBS (server.h).  A connection over it after others came
- * reads again once its replies bring it under. */
+ * SERVER_MAX_JOBS (server.h), SERVER_MAX_JOBS / (connections held), at
+ * most SERVER_MAX_INFLIGHT.  A new connection so queues behind at most
+ * that many (the work queue is first in, first out): four busy builders
+ * get a full window each, 256 connections 16 each.  A connection over it
+ * after others came reads again once its replies bring it under. */
 unsigned conn_window(const struct server *s)
 {
 	unsigned share = SERVER_MAX_JOBS / (s->n_held ?: 1);

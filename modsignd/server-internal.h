@@ -48,7 +48,8 @@
 #include "workq.h"
 
 /* Finished jobs held for one transparency log commit, and the longest
- * the first waits: server-commit.c, group_ready(). */
+ * the first waits (server-commit.c, group_ready(); measured:
+ * docs/PERFORMANCE.md, "Sign window and group commit"). */
 #define SERVER_GROUP_JOBS 256u
 #define SERVER_GROUP_WAIT_MS 80u
 
