@@ -16,7 +16,7 @@
  *    a builder behind the same address.  It takes a token, and a place
  *    among its source's --max-handshakes-per-source key exchanges; with
  *    either missing, the handshake is deferred (not read until both are
- *    there: server.c), not refused, so that a builder over the rate is
+ *    there: server-handshake.c), not refused, so that a builder over the rate is
  *    slowed, not failed for it (though a handshake that waits still ends
  *    at --handshake-timeout).  Tokens come back at --handshake-rate a
  *    second, up to --handshake-burst.  An entry is kept while it holds a handshake

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "proto.h"
+#include "protocol.h"
 #include "request.h"
 #include "util.h"
 
@@ -11,8 +12,10 @@ static int parse_op(const char *op, enum request_op *ret)
 	static const struct {
 		const char *name;
 		enum request_op op;
-	} ops[] = { { "status", OP_STATUS }, { "cert", OP_CERT }, { "sign", OP_SIGN },
-		    { "log", OP_LOG } };
+	} ops[] = { { PROTO_OP_STATUS, OP_STATUS },
+		    { PROTO_OP_CERT, OP_CERT },
+		    { PROTO_OP_SIGN, OP_SIGN },
+		    { PROTO_OP_LOG, OP_LOG } };
 
 	for (size_t i = 0; i < ELEMENTSOF(ops); i++)
 		if (strcmp(op, ops[i].name) == 0) {
@@ -26,34 +29,34 @@ static int parse_sign(json_object *msg, struct request *req, const char **ret_er
 {
 	const char *hash, *hex;
 
-	if (proto_get_string(msg, "hash", 16, true, &hash) < 0)
-		return (*ret_err = "missing or bad \"hash\""), -EINVAL;
+	if (proto_get_string(msg, PROTO_F_HASH, 16, true, &hash) < 0)
+		return (*ret_err = "missing or bad \"" PROTO_F_HASH "\""), -EINVAL;
 	req->md = digest_lookup(hash);
 	if (!req->md)
 		return (*ret_err = "hash algorithm not allowed (sha256, sha384, sha512)"),
 		       -EINVAL;
-	if (proto_get_string(msg, "digest", 2 * DIGEST_MAX_LEN, true, &hex) < 0 ||
+	if (proto_get_string(msg, PROTO_F_DIGEST, 2 * DIGEST_MAX_LEN, true, &hex) < 0 ||
 	    hex_decode(hex, req->digest, sizeof(req->digest), &req->digest_len) < 0)
-		return (*ret_err = "missing or bad \"digest\""), -EINVAL;
+		return (*ret_err = "missing or bad \"" PROTO_F_DIGEST "\""), -EINVAL;
 	if (req->digest_len != digest_size(req->md))
 		return (*ret_err = "digest length does not match the hash"), -EINVAL;
 	/* Only the client's word, for the audit log; but a record that
 	 * names no module at all is useless to whoever reads it. */
-	if (proto_get_string(msg, "module", PROTO_MAX_MODULE, true, &req->module) < 0 ||
+	if (proto_get_string(msg, PROTO_F_MODULE, PROTO_MAX_MODULE, true, &req->module) < 0 ||
 	    !req->module[0])
-		return (*ret_err = "missing or bad \"module\""), -EINVAL;
-	if (proto_get_bool(msg, "keyid", &req->use_keyid) < 0)
-		return (*ret_err = "bad \"keyid\""), -EINVAL;
+		return (*ret_err = "missing or bad \"" PROTO_F_MODULE "\""), -EINVAL;
+	if (proto_get_bool(msg, PROTO_F_USE_KEYID, &req->use_keyid) < 0)
+		return (*ret_err = "bad \"" PROTO_F_USE_KEYID "\""), -EINVAL;
 	return 0;
 }
 
 static int parse_log(json_object *msg, struct request *req, const char **ret_err)
 {
-	if (proto_get_string(msg, "path", 128, false, &req->path) < 0)
-		return (*ret_err = "bad \"path\""), -EINVAL;
-	if (json_object_object_get_ex(msg, "offset", NULL) &&
-	    proto_get_uint(msg, "offset", &req->offset) < 0)
-		return (*ret_err = "bad \"offset\""), -EINVAL;
+	if (proto_get_string(msg, PROTO_F_PATH, 128, false, &req->path) < 0)
+		return (*ret_err = "bad \"" PROTO_F_PATH "\""), -EINVAL;
+	if (json_object_object_get_ex(msg, PROTO_F_OFFSET, NULL) &&
+	    proto_get_uint(msg, PROTO_F_OFFSET, &req->offset) < 0)
+		return (*ret_err = "bad \"" PROTO_F_OFFSET "\""), -EINVAL;
 	return 0;
 }
 
@@ -67,13 +70,14 @@ int request_parse(json_object *msg, struct request *ret, const char **ret_err)
 	if (r == -EPROTONOSUPPORT)
 		return (*ret_err = "unsupported protocol version"), r;
 	if (r < 0)
-		return (*ret_err = "missing or bad \"v\" or \"id\""), r;
-	if (proto_get_string(msg, "op", 16, true, &op) < 0)
-		return (*ret_err = "missing or bad \"op\""), -EINVAL;
+		return (*ret_err = "missing or bad \"" PROTO_F_VERSION "\" or \"" PROTO_F_ID "\""),
+		       r;
+	if (proto_get_string(msg, PROTO_F_OP, PROTO_MAX_OP, true, &op) < 0)
+		return (*ret_err = "missing or bad \"" PROTO_F_OP "\""), -EINVAL;
 	if (parse_op(op, &ret->op) < 0)
 		return (*ret_err = "unknown operation"), -EOPNOTSUPP;
-	if (proto_get_string(msg, "key", PROTO_MAX_NAME, false, &ret->key) < 0)
-		return (*ret_err = "bad \"key\""), -EINVAL;
+	if (proto_get_string(msg, PROTO_F_KEY, PROTO_MAX_NAME, false, &ret->key) < 0)
+		return (*ret_err = "bad \"" PROTO_F_KEY "\""), -EINVAL;
 	if (ret->op == OP_SIGN)
 		return parse_sign(msg, ret, ret_err);
 	if (ret->op == OP_LOG)
@@ -87,9 +91,9 @@ static json_object *key_add_health(json_object *o, const struct key *k)
 	const char *why;
 	enum key_health h = key_health(k, &why);
 
-	json_object_object_add(o, "health", json_object_new_string(key_health_name(h)));
+	json_object_object_add(o, PROTO_F_HEALTH, json_object_new_string(key_health_name(h)));
 	if (why)
-		json_object_object_add(o, "health_error", json_object_new_string(why));
+		json_object_object_add(o, PROTO_F_HEALTH_ERROR, json_object_new_string(why));
 	return o;
 }
 
@@ -99,14 +103,14 @@ static json_object *key_object(const struct key *k, bool is_default)
 
 	if (!o)
 		return NULL;
-	json_object_object_add(o, "name", json_object_new_string(k->name));
-	json_object_object_add(o, "algorithm", json_object_new_string(k->alg));
-	json_object_object_add(o, "backend",
+	json_object_object_add(o, PROTO_F_NAME, json_object_new_string(k->name));
+	json_object_object_add(o, PROTO_F_ALGORITHM, json_object_new_string(k->alg));
+	json_object_object_add(o, PROTO_F_BACKEND,
 			       json_object_new_string(key_backend_name(k->backend)));
-	json_object_object_add(o, "subject", json_object_new_string(k->subject));
-	json_object_object_add(o, "key_id", json_object_new_string(k->key_id));
-	json_object_object_add(o, "serial", json_object_new_string(k->serial));
-	json_object_object_add(o, "default", json_object_new_boolean(is_default));
+	json_object_object_add(o, PROTO_F_SUBJECT, json_object_new_string(k->subject));
+	json_object_object_add(o, PROTO_F_KEY_ID, json_object_new_string(k->key_id));
+	json_object_object_add(o, PROTO_F_SERIAL, json_object_new_string(k->serial));
+	json_object_object_add(o, PROTO_F_DEFAULT, json_object_new_boolean(is_default));
 	return key_add_health(o, k);
 }
 
@@ -122,8 +126,8 @@ json_object *reply_status(uint64_t id, const struct keystore *ks)
 	}
 	for (size_t i = 0; i < ks->n; i++)
 		json_object_array_add(arr, key_object(ks->keys[i], ks->keys[i] == def));
-	json_object_object_add(o, "version", json_object_new_string(MODSIGN_VERSION));
-	json_object_object_add(o, "keys", arr);
+	json_object_object_add(o, PROTO_F_DAEMON_VERSION, json_object_new_string(MODSIGN_VERSION));
+	json_object_object_add(o, PROTO_F_KEYS, arr);
 	return o;
 }
 
@@ -145,8 +149,8 @@ json_object *reply_cert(uint64_t id, const struct key *k)
 	json_object *o = proto_reply_new(id);
 
 	if (o)
-		json_object_object_add(o, "key", json_object_new_string(k->name));
-	return add_base64(o, "cert", k->cert_der, k->cert_der_len);
+		json_object_object_add(o, PROTO_F_KEY, json_object_new_string(k->name));
+	return add_base64(o, PROTO_F_CERT, k->cert_der, k->cert_der_len);
 }
 
 json_object *reply_signature(uint64_t id, const struct key *k,
@@ -155,11 +159,11 @@ json_object *reply_signature(uint64_t id, const struct key *k,
 	json_object *o = proto_reply_new(id);
 
 	if (o) {
-		json_object_object_add(o, "key", json_object_new_string(k->name));
-		json_object_object_add(o, "key_id", json_object_new_string(k->key_id));
-		json_object_object_add(o, "cert_sha256", json_object_new_string(k->cert_sha256));
+		json_object_object_add(o, PROTO_F_KEY, json_object_new_string(k->name));
+		json_object_object_add(o, PROTO_F_KEY_ID, json_object_new_string(k->key_id));
+		json_object_object_add(o, PROTO_F_CERT_SHA256, json_object_new_string(k->cert_sha256));
 	}
-	return add_base64(o, "signature", der, der_len);
+	return add_base64(o, PROTO_F_SIGNATURE, der, der_len);
 }
 
 json_object *reply_log(uint64_t id, const char *checkpoint, const char *vkey)
@@ -167,8 +171,8 @@ json_object *reply_log(uint64_t id, const char *checkpoint, const char *vkey)
 	json_object *o = proto_reply_new(id);
 
 	if (o) {
-		json_object_object_add(o, "checkpoint", json_object_new_string(checkpoint));
-		json_object_object_add(o, "vkey", json_object_new_string(vkey));
+		json_object_object_add(o, PROTO_F_CHECKPOINT, json_object_new_string(checkpoint));
+		json_object_object_add(o, PROTO_F_VKEY, json_object_new_string(vkey));
 	}
 	return o;
 }
@@ -178,6 +182,6 @@ json_object *reply_log_data(uint64_t id, const uint8_t *data, size_t len, uint64
 	json_object *o = proto_reply_new(id);
 
 	if (o)
-		json_object_object_add(o, "size", json_object_new_uint64(size));
-	return add_base64(o, "data", data, len);
+		json_object_object_add(o, PROTO_F_SIZE, json_object_new_uint64(size));
+	return add_base64(o, PROTO_F_DATA, data, len);
 }

@@ -18,46 +18,30 @@
 
 #define SERVER_MAX_LISTENERS 16
 #define SERVER_DEFAULT_MAX_CONNS 256
-/*
- * TLS peers are unauthenticated until their handshake ends, so they do
- * not take connection slots while it runs: each TLS listener has its own
- * budget of handshakes in progress, and one source address (an IPv4
- * address, an IPv6 /64) only part of it.  A source over its share loses
- * its own oldest silent socket (one without a byte sent: server.c,
- * conn_silent()); a full listener drops the oldest handshake of the
- * source holding most.  A handshake's key exchange waits for a token of
- * its source's, and the connections an identity or a source may hold are
- * capped (admission.h).  Authenticated TLS peers may then take all
- * connection slots but a quarter (SERVER_UNIX_RESERVE), kept for local
- * clients.
- */
+/* TLS handshakes in progress per listener: unauthenticated, they take no
+ * connection slot, so they have a budget of their own (server-accept.c). */
 #define SERVER_DEFAULT_MAX_HANDSHAKES 128
+/* Key exchanges one source (an IPv4 address, an IPv6 /64) may run at once,
+ * so that one address cannot take the whole budget (admission.h). */
 #define SERVER_DEFAULT_MAX_HANDSHAKES_PER_SOURCE 32
+/* Connection slots TLS peers may not take: kept for local clients. */
 #define SERVER_UNIX_RESERVE(max_conns) ((max_conns) / 4)
 /* A TLS handshake must end, and a connection with nothing pending may
  * stay silent, this long (seconds; --handshake-timeout, --idle-timeout). */
 #define SERVER_DEFAULT_HANDSHAKE_TIMEOUT 10
 #define SERVER_DEFAULT_IDLE_TIMEOUT 60
-/* Requests one connection may have queued for signing at once; past it we
- * stop reading from that connection until replies drain.  Four groups of
- * a transparency log's commit (server.c, SERVER_GROUP_JOBS): while one is
- * being synced and the next gathers, the workers still have work.  The
- * client keeps as many in flight: one number, lib/protocol.h. */
+/* Requests one connection may have queued for signing; past it we stop
+ * reading it.  Four group commits, so that the workers still have work
+ * while one syncs; the client keeps as many in flight (lib/protocol.h;
+ * docs/PERFORMANCE.md, "Sign window and group commit"). */
 #define SERVER_MAX_INFLIGHT PROTO_SIGN_WINDOW
-/* Requests in flight across all connections, shared out: each connection
- * may have SERVER_MAX_JOBS / (connections held) of them, at most
- * SERVER_MAX_INFLIGHT (server.c, conn_window()).  What allowed peers can
- * make the daemon hold in jobs (with 4 KiB module names, ~18 MiB of
- * locked memory; twice that while a new connection takes its share before
- * the others have given theirs back) is then bounded whatever their
- * number, and a new connection queues behind at most that many (the work
- * queue is first in, first out): four busy builders get a full window
- * each, 256 connections 16 each. */
+/* Requests in flight across all connections, shared out between them
+ * (server-conn.c, conn_window()): what peers can make the daemon hold in
+ * locked memory is bounded whatever their number (docs/PERFORMANCE.md). */
 #define SERVER_MAX_JOBS 4096
-/* Unsent reply bytes after which we stop reading a connection.  A client
+/* Unsent reply bytes after which we stop reading a connection: a client
  * must read its replies while it writes requests (modsign-client looks
- * every 32 requests): one that wrote a window without reading would find
- * the daemon no longer reading either, until SERVER_IO_TIMEOUT_MS. */
+ * every 32), else it waits until SERVER_IO_TIMEOUT_MS. */
 #define SERVER_OUT_HIGH (256u * 1024)
 /* A peer that leaves a frame half-sent or its replies unread for this
  * long is disconnected. */

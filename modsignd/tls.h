@@ -5,7 +5,7 @@
 /*
  * The daemon's TLS: 1.3 only, a client certificate required and verified
  * against --tls-client-ca; the client's identity is its certificate's
- * common name.  The record layer is driven non-blocking by server.c.
+ * common name.  The record layer is driven non-blocking by server-conn.c.
  */
 
 #include <openssl/ssl.h>

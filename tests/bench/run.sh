@@ -813,9 +813,9 @@ work (test suites, kernel builds) may have shared the CPUs, so compare the
 ratios within one run rather than the absolute rates between runs.
 EOF
 	# "One client or two" is written from tests/bench/client-variants.sh,
-	# "Replayed ClientHellos" from tests/bench/hello-flood.sh, not by this
-	# run: carry them over.
-	[ -f "$OUT" ] && awk '/^## / {on = /^## (One client or two|Replayed ClientHellos)/; if (on) print ""} on' "$OUT" >>"$f"
+	# "Replayed ClientHellos" from tests/bench/hello-flood.sh, "Sign
+	# window and group commit" by hand, not by this run: carry them over.
+	[ -f "$OUT" ] && awk '/^## / {on = /^## (One client or two|Replayed ClientHellos|Sign window and group commit)/; if (on) print ""} on' "$OUT" >>"$f"
 	mkdir -p "$(dirname "$OUT")"
 	cp "$f" "$OUT.tmp" && mv "$OUT.tmp" "$OUT"
 	log "wrote $OUT"

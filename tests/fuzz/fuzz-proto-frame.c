@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * A byte stream as the daemon and the client read it: take every frame
- * proto_frame_take() finds, exactly as modsignd/server.c does, and run
+ * proto_frame_take() finds, exactly as modsignd/server-dispatch.c does, and run
  * each object through the envelope check and the typed accessors.  A
  * frame that parses must survive proto_frame_build() and parse again.
  */
