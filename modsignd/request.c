@@ -100,9 +100,9 @@ static json_object *key_object(const struct key *k, bool is_default)
 	if (!o)
 		return NULL;
 	json_object_object_add(o, "name", json_object_new_string(k->name));
-	json_object_object_add(o, "algorithm", json_object_new_string(k->alg));
+	json_object_object_add(o, "algorithm", json_object_new_string(k->alg.name));
 	json_object_object_add(o, "backend",
-			       json_object_new_string(key_backend_name(k->backend)));
+			       json_object_new_string(key_backend_name(k)));
 	json_object_object_add(o, "subject", json_object_new_string(k->subject));
 	json_object_object_add(o, "key_id", json_object_new_string(k->key_id));
 	json_object_object_add(o, "serial", json_object_new_string(k->serial));
