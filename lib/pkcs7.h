@@ -42,10 +42,10 @@ struct pkcs7_key_alg {
  * from the digest alone: the module never has to reach the key holder.
  *
  * @key may be any EVP_PKEY able to sign (software, provider or engine),
- * in the way @sig says.  On success *@ret_der is a DER ContentInfo of *@ret_len bytes, to be
- * released with OPENSSL_free().
+ * in the way @sig says.  On success *@ret_der is a DER ContentInfo of
+ * *@ret_len bytes, to be released with OPENSSL_free().
  * Returns 0, -EINVAL (digest length does not match @md, key does not match
- * @cert), -EIO (the key refused to sign) or -ENOMEM.
+ * @cert, no such @sig), -EIO (the key refused to sign) or -ENOMEM.
  */
 int pkcs7_sign_digest_as(X509 *cert, EVP_PKEY *key, enum pkcs7_sig sig,
 			 const struct digest *md, const uint8_t *digest, size_t digest_len,

@@ -15,13 +15,12 @@ static bool ephemeral_claims(const char *src)
 	return strcmp(src, "ephemeral") == 0 || strncmp(src, "ephemeral:", 10) == 0;
 }
 
-static int ephemeral_open(struct key *k, const char *src, struct keystore *ks,
+static int ephemeral_open(struct key *k, const char *src, struct keystore *ks _unused_,
 			  const struct certgen_params *gen, const char **ret_err)
 {
 	const char *alg = src[9] ? src + 10 : "rsa4096";
 	int r;
 
-	(void)ks;
 	r = certgen_key(alg, &k->pkey);
 	if (r < 0)
 		return (*ret_err = r == -EINVAL ? "unknown key algorithm" :

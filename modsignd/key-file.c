@@ -6,10 +6,10 @@
  */
 #include "key-backend.h"
 #include "keyfile.h"
+#include "macro.h"
 
-static bool file_claims(const char *src)
+static bool file_claims(const char *src _unused_)
 {
-	(void)src;
 	return true;
 }
 
@@ -26,11 +26,10 @@ static int file_check(const char *src, char *why, size_t why_size)
 }
 
 static int file_open(struct key *k, const char *src, struct keystore *ks,
-		     const struct certgen_params *gen, const char **ret_err)
+		     const struct certgen_params *gen _unused_, const char **ret_err)
 {
 	int r;
 
-	(void)gen;
 	r = keyfile_read(src, &k->pkey, &k->cert, ks->why, sizeof(ks->why));
 	if (r < 0)
 		*ret_err = ks->why;

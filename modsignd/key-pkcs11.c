@@ -29,13 +29,12 @@ static int load_cert(const char *path, X509 **ret, const char **ret_err)
 }
 
 static int p11_open(struct key *k, const char *src, struct keystore *ks,
-		    const struct certgen_params *gen, const char **ret_err)
+		    const struct certgen_params *gen _unused_, const char **ret_err)
 {
 	const char *cert_path = keystore_cert_for(ks, k->name);
 	struct pkcs11_key *pk = NULL;
 	int r;
 
-	(void)gen;
 	k->cert_option = cert_path;
 	if (cert_path && (r = load_cert(cert_path, &k->cert, ret_err)) < 0)
 		return r;

@@ -8,7 +8,8 @@
  * leaves this process (or the token that holds it).  Where a key comes
  * from, how it signs and what it reports is its backend's
  * (modsignd/key-backend.h: one file and one table row per kind of key);
- * this file keeps the keystore and knows no backend by name.  A backend
+ * keys.c keeps the keystore and reaches a backend only through its row,
+ * and struct keystore carries the backends' options.  A backend
  * with state that changes (a PKCS#11 token's handle and health) keeps it
  * behind key_sign() and key_health().
  */
