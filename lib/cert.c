@@ -12,6 +12,7 @@
 
 #include "cert.h"
 #include "digest.h"
+#include "pkcs7.h"
 #include "util.h"
 
 int cert_from_der(const uint8_t *der, size_t len, X509 **ret)
@@ -138,30 +139,35 @@ static int rsa_primes(EVP_PKEY *pkey)
 	return n;
 }
 
-int cert_key_alg(EVP_PKEY *pkey, char *buf, size_t size)
+/* The name, into @buf: a key's name may be cut short, never overflow. */
+static int key_alg_name(EVP_PKEY *pkey, const char *group, char *buf, size_t size)
 {
-	char group[64];
-
 	if (EVP_PKEY_is_a(pkey, "RSA")) {
 		int primes = rsa_primes(pkey);
 
 		if (primes > 2)
-			snprintf(buf, size, "rsa%d-%dp", EVP_PKEY_get_bits(pkey), primes);
-		else
-			snprintf(buf, size, "rsa%d", EVP_PKEY_get_bits(pkey));
-		return 0;
+			return snprintf(buf, size, "rsa%d-%dp", EVP_PKEY_get_bits(pkey), primes);
+		return snprintf(buf, size, "rsa%d", EVP_PKEY_get_bits(pkey));
 	}
-	if (EVP_PKEY_is_a(pkey, "EC") &&
-	    EVP_PKEY_get_utf8_string_param(pkey, OSSL_PKEY_PARAM_GROUP_NAME,
-					   group, sizeof(group), NULL)) {
-		if (strcmp(group, "prime256v1") == 0)
-			snprintf(buf, size, "ecdsa-p256");
-		else if (strcmp(group, "secp384r1") == 0)
-			snprintf(buf, size, "ecdsa-p384");
-		else
-			snprintf(buf, size, "ecdsa-%s", group);
-		return 0;
-	}
-	snprintf(buf, size, "%s", EVP_PKEY_get0_type_name(pkey) ?: "unknown");
-	return 0;
+	if (group && strcmp(group, "prime256v1") == 0)
+		return snprintf(buf, size, "ecdsa-p256");
+	if (group && strcmp(group, "secp384r1") == 0)
+		return snprintf(buf, size, "ecdsa-p384");
+	if (group)
+		return snprintf(buf, size, "ecdsa-%s", group);
+	return snprintf(buf, size, "%s", EVP_PKEY_get0_type_name(pkey) ?: "unknown");
+}
+
+int cert_key_alg(EVP_PKEY *pkey, struct pkcs7_key_alg *ret)
+{
+	char group[64];
+	bool ec = EVP_PKEY_is_a(pkey, "EC") &&
+		  EVP_PKEY_get_utf8_string_param(pkey, OSSL_PKEY_PARAM_GROUP_NAME, group,
+						 sizeof(group), NULL);
+
+	ret->sig = EVP_PKEY_is_a(pkey, "RSA") ? PKCS7_SIG_RSA_PKCS1 :
+		   ec			      ? PKCS7_SIG_ECDSA :
+						PKCS7_SIG_DEFAULT;
+	/* snprintf() fails only on an encoding error: there is none here. */
+	return key_alg_name(pkey, ec ? group : NULL, ret->name, sizeof(ret->name)) < 0 ? -EIO : 0;
 }

@@ -34,8 +34,11 @@ int cert_serial(X509 *cert, char **ret);
 /* One-line RFC 2253 subject, new string. */
 int cert_subject(X509 *cert, char **ret);
 
-/* Short algorithm description of a key: "rsa4096", "rsa4096-4p" (a
- * multi-prime private key), "ecdsa-p384", ... */
-int cert_key_alg(EVP_PKEY *pkey, char *buf, size_t size);
+struct pkcs7_key_alg;
+
+/* What @pkey is (lib/pkcs7.h): its short name, "rsa4096", "rsa4096-4p"
+ * (a multi-prime private key), "ecdsa-p384", ..., and how it signs.  The
+ * one place that looks at a key's type.  Returns 0. */
+int cert_key_alg(EVP_PKEY *pkey, struct pkcs7_key_alg *ret);
 
 #endif

@@ -5,6 +5,7 @@
 #include <openssl/rsa.h>
 #include <string.h>
 
+#include "cert.h"
 #include "digest.h"
 #include "macro.h"
 #include "pkcs7.h"
@@ -12,10 +13,20 @@
 DEFINE_TRIVIAL_CLEANUP_FUNC(CMS_ContentInfo *, CMS_ContentInfo_free)
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY_CTX *, EVP_PKEY_CTX_free)
 
+/* What each way of signing asks of EVP_PKEY_sign(): an RSA padding, or
+ * none (0: the key's default). */
+static const struct {
+	int rsa_padding;
+} sig_params[] = {
+	[PKCS7_SIG_DEFAULT] = { 0 },
+	[PKCS7_SIG_RSA_PKCS1] = { RSA_PKCS1_PADDING },
+	[PKCS7_SIG_ECDSA] = { 0 },
+};
+
 /* The raw signature over a digest: PKCS#1 v1.5 (DigestInfo) for RSA, as
  * OpenSSL's CMS code makes it; DER ECDSA-Sig-Value for EC. */
-static int sign_raw(EVP_PKEY *key, const EVP_MD *md, const uint8_t *digest,
-		    size_t digest_len, uint8_t **ret, size_t *ret_len)
+static int sign_raw(EVP_PKEY *key, enum pkcs7_sig sig_alg, const EVP_MD *md,
+		    const uint8_t *digest, size_t digest_len, uint8_t **ret, size_t *ret_len)
 {
 	_cleanup_(EVP_PKEY_CTX_freep) EVP_PKEY_CTX *ctx = NULL;
 	_cleanup_(freep) uint8_t *sig = NULL;
@@ -27,8 +38,8 @@ static int sign_raw(EVP_PKEY *key, const EVP_MD *md, const uint8_t *digest,
 	if (EVP_PKEY_sign_init(ctx) <= 0 ||
 	    EVP_PKEY_CTX_set_signature_md(ctx, md) <= 0)
 		return -EIO;
-	if (EVP_PKEY_is_a(key, "RSA") &&
-	    EVP_PKEY_CTX_set_rsa_padding(ctx, RSA_PKCS1_PADDING) <= 0)
+	if (sig_params[sig_alg].rsa_padding &&
+	    EVP_PKEY_CTX_set_rsa_padding(ctx, sig_params[sig_alg].rsa_padding) <= 0)
 		return -EIO;
 	if (EVP_PKEY_sign(ctx, NULL, &len, digest, digest_len) <= 0)
 		return -EIO;
@@ -42,9 +53,9 @@ static int sign_raw(EVP_PKEY *key, const EVP_MD *md, const uint8_t *digest,
 	return 0;
 }
 
-int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const struct digest *d,
-		      const uint8_t *digest, size_t digest_len, bool use_keyid,
-		      uint8_t **ret_der, size_t *ret_len)
+int pkcs7_sign_digest_as(X509 *cert, EVP_PKEY *key, enum pkcs7_sig sig_alg,
+			 const struct digest *d, const uint8_t *digest, size_t digest_len,
+			 bool use_keyid, uint8_t **ret_der, size_t *ret_len)
 {
 	const unsigned flags = CMS_NOCERTS | CMS_BINARY | CMS_DETACHED;
 	_cleanup_(CMS_ContentInfo_freep) CMS_ContentInfo *cms = NULL;
@@ -55,7 +66,7 @@ int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const struct digest *d,
 	size_t sig_len;
 	int n, r;
 
-	if (!md || digest_size(d) != digest_len)
+	if (!md || digest_size(d) != digest_len || (size_t)sig_alg >= ELEMENTSOF(sig_params))
 		return -EINVAL;
 
 	/*
@@ -75,7 +86,7 @@ int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const struct digest *d,
 		ERR_clear_error();
 		return -EINVAL;
 	}
-	r = sign_raw(key, md, digest, digest_len, &sig, &sig_len);
+	r = sign_raw(key, sig_alg, md, digest, digest_len, &sig, &sig_len);
 	if (r < 0) {
 		ERR_clear_error();
 		return r;
@@ -89,6 +100,17 @@ int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const struct digest *d,
 	*ret_der = der;
 	*ret_len = (size_t)n;
 	return 0;
+}
+
+int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const struct digest *md,
+		      const uint8_t *digest, size_t digest_len, bool use_keyid,
+		      uint8_t **ret_der, size_t *ret_len)
+{
+	struct pkcs7_key_alg alg;
+
+	cert_key_alg(key, &alg);
+	return pkcs7_sign_digest_as(cert, key, alg.sig, md, digest, digest_len, use_keyid,
+				    ret_der, ret_len);
 }
 
 /* The single SignerInfo of a detached SignedData of type data. */

@@ -20,16 +20,38 @@
 #include <stdint.h>
 
 /*
+ * How a key signs a digest, the signature algorithm of the SignerInfo.
+ * The key's owner says which (cert_key_alg(), set once when the key is
+ * loaded); this file does not guess it from the key at each signature.
+ */
+enum pkcs7_sig {
+	PKCS7_SIG_DEFAULT,   /* as OpenSSL's CMS code signs with the key */
+	PKCS7_SIG_RSA_PKCS1, /* RSA, PKCS#1 v1.5 over a DigestInfo: rsaEncryption */
+	PKCS7_SIG_ECDSA,     /* DER ECDSA-Sig-Value: ecdsa-with-SHA* */
+};
+
+/* What a signing key is, as modsign names it and signs with it. */
+struct pkcs7_key_alg {
+	char name[32];      /* "rsa4096", "ecdsa-p384"; else OpenSSL's type name */
+	enum pkcs7_sig sig; /* how pkcs7_sign_digest_as() signs with it */
+};
+
+/*
  * Sign a precomputed digest.  Because there are no signed attributes the
  * signature is over the content digest itself, so the message can be built
  * from the digest alone: the module never has to reach the key holder.
  *
- * @key may be any EVP_PKEY able to sign (software, provider or engine).
- * On success *@ret_der is a DER ContentInfo of *@ret_len bytes, to be
- * released with OPENSSL_free().
+ * @key may be any EVP_PKEY able to sign (software, provider or engine),
+ * in the way @sig says.  On success *@ret_der is a DER ContentInfo of
+ * *@ret_len bytes, to be released with OPENSSL_free().
  * Returns 0, -EINVAL (digest length does not match @md, key does not match
- * @cert), -EIO (the key refused to sign) or -ENOMEM.
+ * @cert, no such @sig), -EIO (the key refused to sign) or -ENOMEM.
  */
+int pkcs7_sign_digest_as(X509 *cert, EVP_PKEY *key, enum pkcs7_sig sig,
+			 const struct digest *md, const uint8_t *digest, size_t digest_len,
+			 bool use_keyid, uint8_t **ret_der, size_t *ret_len);
+
+/* pkcs7_sign_digest_as() in the way cert_key_alg() finds for @key. */
 int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const struct digest *md,
 		      const uint8_t *digest, size_t digest_len, bool use_keyid,
 		      uint8_t **ret_der, size_t *ret_len);

@@ -5,9 +5,13 @@
 /*
  * The daemon's signing keys.  A key's description is immutable once
  * loaded, so worker threads use it without locks; the private part never
- * leaves this process (or the token that holds it).  Only a PKCS#11 key
- * has state that changes: its token handle and health, kept behind
- * key_sign() and key_health() (modsignd/pkcs11.h).
+ * leaves this process (or the token that holds it).  Where a key comes
+ * from, how it signs and what it reports is its backend's
+ * (modsignd/key-backend.h: one file and one table row per kind of key);
+ * keys.c keeps the keystore and reaches a backend only through its row,
+ * and struct keystore carries the backends' options.  A backend
+ * with state that changes (a PKCS#11 token's handle and health) keeps it
+ * behind key_sign() and key_health().
  */
 
 #include <limits.h>
@@ -20,14 +24,11 @@
 
 #include "certgen.h"
 #include "pkcs11.h"
+#include "pkcs7.h"
 
 #define KEYS_MAX 64
 
-enum key_backend {
-	KEY_EPHEMERAL, /* made in memory at start, gone at exit */
-	KEY_FILE,      /* PEM file: private key + certificate */
-	KEY_PKCS11,    /* on a PKCS#11 token, named by an RFC 7512 URI */
-};
+struct key_backend;
 
 enum key_health {
 	KEY_HEALTH_OK,          /* signed (or loaded) fine last time */
@@ -36,14 +37,15 @@ enum key_health {
 
 struct key {
 	char *name;
-	enum key_backend backend;
-	EVP_PKEY *pkey;  /* KEY_PKCS11: the certificate's public key only */
-	struct pkcs11_key *pkcs11; /* KEY_PKCS11 only */
+	const struct key_backend *ops; /* where the key lives: its row of key_backends[] */
+	void *state;     /* the backend's own, freed by ops->free; NULL when none */
+	EVP_PKEY *pkey;  /* the private key, or (a token key) the certificate's public key */
+	const char *cert_option; /* the --cert PATH the key took (in keystore.certs), or NULL */
 	const char *health_why; /* NULL: healthy; else why not (static text; atomic) */
 	X509 *cert;
 	uint8_t *cert_der;
 	size_t cert_der_len;
-	char alg[32];   /* "rsa4096", "ecdsa-p384" */
+	struct pkcs7_key_alg alg; /* "rsa4096", "ecdsa-p384"; and how it signs: set at open */
 	char *key_id;   /* hex subjectKeyIdentifier (sig_key with --keyid) */
 	char *serial;   /* hex serial number (modinfo's sig_key otherwise) */
 	char *cert_sha256; /* hex SHA-256 of cert_der: clients match it cheaply */
@@ -55,18 +57,21 @@ struct keystore {
 	size_t n;
 	/* Settings for keys added later: set before keystore_add(). */
 	struct pkcs11_options pkcs11;
-	const char *const *certs; /* --cert NAME=PATH, for PKCS#11 keys */
+	const char *const *certs; /* --cert NAME=PATH, for keys that take one */
 	size_t n_certs;
 	char why[PATH_MAX + 128]; /* room for the *ret_err of keystore_add() */
 };
 
-const char *key_backend_name(enum key_backend b);
+/* The name of @k's backend ("ephemeral", "file", "pkcs11"): the status
+ * reply's "backend", the metrics' label. */
+const char *key_backend_name(const struct key *k);
 
 /*
  * For --check-config: check @specs as keystore_add() would, without making
- * one-time keys or opening tokens: each NAME valid and used once, each key
- * file read (keyfile_read()) and forgotten.  Returns 0, or -errno with the
- * reason in @why and the index of the first bad spec in *@ret_bad.
+ * one-time keys or opening tokens: each NAME valid and used once, each
+ * SOURCE checked by the backend that claims it (a key file read with
+ * keyfile_read() and forgotten).  Returns 0, or -errno with the reason in
+ * @why and the index of the first bad spec in *@ret_bad.
  */
 int keystore_check(const char *const *specs, size_t n, char *why, size_t why_size,
 		   size_t *ret_bad);
@@ -106,7 +111,11 @@ static inline const char *key_health_name(enum key_health h)
 	return h == KEY_HEALTH_OK ? "ok" : "unavailable";
 }
 
-/* 0 when every --cert names a PKCS#11 key, else -ENOENT with *@ret_name. */
+/* The PATH of the --cert NAME=PATH for the key @name, or NULL (for the
+ * backends that take a certificate apart from the key). */
+const char *keystore_cert_for(const struct keystore *ks, const char *name);
+
+/* 0 when every --cert was taken by a key, else -ENOENT with *@ret_name. */
 int keystore_check_certs(const struct keystore *ks, const char **ret_name);
 
 /* The key called @name; with @name NULL, the key "default" or the only one. */

@@ -81,7 +81,7 @@ static int load_keys(struct daemon *d)
 					       spec, err ?: "", err ? ": " : "");
 		k = d->keys.keys[d->keys.n - 1];
 		log_info("key %s: %s %s, key id %s, subject %s", k->name,
-			 key_backend_name(k->backend), k->alg, k->key_id, k->subject);
+			 key_backend_name(k), k->alg.name, k->key_id, k->subject);
 	}
 	if (keystore_check_certs(&d->keys, &bad) < 0)
 		return log_error_errno(-EINVAL, "cert %s: no PKCS#11 key of that name", bad);

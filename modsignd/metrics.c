@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "key-backend.h"
 #include "metrics.h"
 #include "util.h"
 
@@ -194,11 +195,6 @@ static void write_latency(FILE *f, const struct metrics *m)
 		   "modsignd_request_duration_seconds_count %" PRIu64 "\n", cum, m->sum_s, cum);
 }
 
-static const char *backend_name(enum key_backend b)
-{
-	return b == KEY_PKCS11 ? "pkcs11" : b == KEY_FILE ? "file" : "ephemeral";
-}
-
 static void write_keys(FILE *f, const struct keystore *ks)
 {
 	fputs("# HELP modsignd_key_up 1 if the key signed (or loaded) fine at its last use.\n"
@@ -208,17 +204,29 @@ static void write_keys(FILE *f, const struct keystore *ks)
 
 		fputs("modsignd_key_up{key=\"", f);
 		put_label(f, ks->keys[i]->name);
-		fprintf(f, "\",backend=\"%s\"} %d\n", backend_name(ks->keys[i]->backend),
+		fprintf(f, "\",backend=\"%s\"} %d\n", key_backend_name(ks->keys[i]),
 			key_health(ks->keys[i], &why) == KEY_HEALTH_OK);
 	}
-	fputs("# HELP modsignd_pkcs11_reopens_total Times a token key was opened again after a failure.\n"
-	      "# TYPE modsignd_pkcs11_reopens_total counter\n", f);
-	for (size_t i = 0; i < ks->n; i++) {
-		if (ks->keys[i]->backend != KEY_PKCS11)
-			continue;
-		fputs("modsignd_pkcs11_reopens_total{key=\"", f);
-		put_label(f, ks->keys[i]->name);
-		fprintf(f, "\"} %lu\n", pkcs11_key_reopens(ks->keys[i]->pkcs11));
+}
+
+/* Each backend's own counters (a PKCS#11 token's re-opens, logins, ...),
+ * in the order of its row: every family named once, then its keys. */
+static void write_backends(FILE *f, const struct keystore *ks)
+{
+	for (size_t b = 0; key_backends[b]; b++) {
+		const struct key_backend *be = key_backends[b];
+
+		for (size_t c = 0; c < be->n_metrics; c++) {
+			fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", be->metrics[c].name,
+				be->metrics[c].help, be->metrics[c].name);
+			for (size_t i = 0; i < ks->n; i++) {
+				if (ks->keys[i]->ops != be)
+					continue;
+				fprintf(f, "%s{key=\"", be->metrics[c].name);
+				put_label(f, ks->keys[i]->name);
+				fprintf(f, "\"} %lu\n", be->metric(ks->keys[i], c));
+			}
+		}
 	}
 }
 
@@ -240,45 +248,6 @@ static void write_tls(FILE *f, const struct metrics *m)
 	for (size_t c = 0; c < METRICS_TLS_N_; c++)
 		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n%s %" PRIu64 "\n", tls_counters[c].name,
 			tls_counters[c].help, tls_counters[c].name, tls_counters[c].name, m->tls[c]);
-}
-
-/* In the order of stat_value(). */
-static const struct {
-	const char *name, *help;
-} pkcs11_counters[] = {
-	{ "modsignd_pkcs11_opens_total",
-	  "Times a token key was opened and made usable (slots listed, login, objects searched)." },
-	{ "modsignd_pkcs11_logins_total", "C_Login calls made for a token key." },
-	{ "modsignd_pkcs11_object_lookups_total", "Searches of the token's objects for a key." },
-	{ "modsignd_pkcs11_sign_calls_total",
-	  "Signatures asked of the token on the kept key handle and a pooled session." },
-};
-
-static unsigned long stat_value(const struct pkcs11_key_stats *st, size_t c)
-{
-	const unsigned long v[] = { st->opens, st->logins, st->lookups, st->sign_calls };
-
-	return v[c];
-}
-
-/* How much each token key's open is reused: opens, logins and lookups
- * stay while sign calls grow. */
-static void write_pkcs11_use(FILE *f, const struct keystore *ks)
-{
-	for (size_t c = 0; c < sizeof(pkcs11_counters) / sizeof(pkcs11_counters[0]); c++) {
-		fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", pkcs11_counters[c].name,
-			pkcs11_counters[c].help, pkcs11_counters[c].name);
-		for (size_t i = 0; i < ks->n; i++) {
-			struct pkcs11_key_stats st;
-
-			if (ks->keys[i]->backend != KEY_PKCS11)
-				continue;
-			pkcs11_key_stats(ks->keys[i]->pkcs11, &st);
-			fprintf(f, "%s{key=\"", pkcs11_counters[c].name);
-			put_label(f, ks->keys[i]->name);
-			fprintf(f, "\"} %lu\n", stat_value(&st, c));
-		}
-	}
 }
 
 /*
@@ -312,7 +281,7 @@ static void write_all(FILE *f, const struct metrics *m, const struct keystore *k
 		   "# TYPE modsignd_requests_in_flight gauge\n"
 		   "modsignd_requests_in_flight %u\n", inflight);
 	write_keys(f, ks);
-	write_pkcs11_use(f, ks);
+	write_backends(f, ks);
 	write_tls(f, m);
 }
 

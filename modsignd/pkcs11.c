@@ -543,9 +543,9 @@ fail:
 /* ---- signing and recovery --------------------------------------------- */
 
 /* Sign with the current handle: 1 when there is none (unavailable). */
-static int sign_once(struct pkcs11_key *pk, const struct digest *md, const uint8_t *digest,
-		     size_t digest_len, bool use_keyid, uint8_t **ret_der,
-		     size_t *ret_len, unsigned long *ret_gen)
+static int sign_once(struct pkcs11_key *pk, enum pkcs7_sig sig, const struct digest *md,
+		     const uint8_t *digest, size_t digest_len, bool use_keyid,
+		     uint8_t **ret_der, size_t *ret_len, unsigned long *ret_gen)
 {
 	int r = 1;
 
@@ -556,8 +556,8 @@ static int sign_once(struct pkcs11_key *pk, const struct digest *md, const uint8
 		if (pk->mod->one_call)
 			pthread_mutex_lock(&pk->mod->call);
 		count(&pk->stats.sign_calls);
-		r = pkcs7_sign_digest(pk->cert, pk->pkey, md, digest, digest_len,
-				      use_keyid, ret_der, ret_len);
+		r = pkcs7_sign_digest_as(pk->cert, pk->pkey, sig, md, digest, digest_len,
+					 use_keyid, ret_der, ret_len);
 		if (pk->mod->one_call)
 			pthread_mutex_unlock(&pk->mod->call);
 		ERR_clear_error();
@@ -674,14 +674,14 @@ static int recover(struct pkcs11_key *pk, unsigned long gen, bool now)
 	return r;
 }
 
-int pkcs11_key_sign(struct pkcs11_key *pk, const struct digest *md,
+int pkcs11_key_sign(struct pkcs11_key *pk, enum pkcs7_sig sig, const struct digest *md,
 		    const uint8_t *digest, size_t digest_len, bool use_keyid,
 		    uint8_t **ret_der, size_t *ret_len)
 {
 	unsigned long gen;
 	int r;
 
-	r = sign_once(pk, md, digest, digest_len, use_keyid, ret_der, ret_len, &gen);
+	r = sign_once(pk, sig, md, digest, digest_len, use_keyid, ret_der, ret_len, &gen);
 	if (r == 0) {
 		/* A signature is the proof of health: clear a stale failure. */
 		if (__atomic_load_n(&pk->err, __ATOMIC_ACQUIRE) != 0)
@@ -692,7 +692,7 @@ int pkcs11_key_sign(struct pkcs11_key *pk, const struct digest *md,
 	r = recover(pk, gen, r < 0);
 	if (r < 0)
 		return r;
-	r = sign_once(pk, md, digest, digest_len, use_keyid, ret_der, ret_len, &gen);
+	r = sign_once(pk, sig, md, digest, digest_len, use_keyid, ret_der, ret_len, &gen);
 	if (r != 0) {
 		/* Re-opened but still failing: an error we cannot name. */
 		set_health(pk, -EIO, "the token failed to sign");

@@ -23,6 +23,7 @@
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 #include "digest.h"
+#include "pkcs7.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -59,13 +60,13 @@ int pkcs11_key_open(const char *uri, const struct pkcs11_options *opt,
 		    X509 **io_cert, struct pkcs11_key **ret, const char **ret_err);
 
 /*
- * Sign @digest into a module signature (lib/pkcs7.h), concurrently from
- * any thread.  A key found unavailable is re-opened first (rate limited).
+ * Sign @digest into a module signature (lib/pkcs7.h) in the way @sig
+ * says (the key's, cert_key_alg()), concurrently from any thread.  A key found unavailable is re-opened first (rate limited).
  * Returns 0, or a negative errno for pkcs11_strerror(): -ENODEV (token
  * not present), -EACCES (PIN refused or missing), -ENOKEY (key not on the
  * token), -EKEYREJECTED (key does not match the certificate), -EIO.
  */
-int pkcs11_key_sign(struct pkcs11_key *pk, const struct digest *md,
+int pkcs11_key_sign(struct pkcs11_key *pk, enum pkcs7_sig sig, const struct digest *md,
 		    const uint8_t *digest, size_t digest_len, bool use_keyid,
 		    uint8_t **ret_der, size_t *ret_len);
 

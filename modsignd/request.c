@@ -104,9 +104,9 @@ static json_object *key_object(const struct key *k, bool is_default)
 	if (!o)
 		return NULL;
 	json_object_object_add(o, PROTO_F_NAME, json_object_new_string(k->name));
-	json_object_object_add(o, PROTO_F_ALGORITHM, json_object_new_string(k->alg));
+	json_object_object_add(o, PROTO_F_ALGORITHM, json_object_new_string(k->alg.name));
 	json_object_object_add(o, PROTO_F_BACKEND,
-			       json_object_new_string(key_backend_name(k->backend)));
+			       json_object_new_string(key_backend_name(k)));
 	json_object_object_add(o, PROTO_F_SUBJECT, json_object_new_string(k->subject));
 	json_object_object_add(o, PROTO_F_KEY_ID, json_object_new_string(k->key_id));
 	json_object_object_add(o, PROTO_F_SERIAL, json_object_new_string(k->serial));

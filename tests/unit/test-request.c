@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "key-backend.h"
 #include "proto.h"
 #include "request.h"
 #include "unit.h"
@@ -306,7 +307,7 @@ static void test_replies(void)
 	      k0 && proto_get_string(k0, "algorithm", 64, true, &s) == 0 &&
 		      strcmp(s, "ecdsa-p256") == 0 &&
 		      proto_get_string(k0, "backend", 64, true, &s) == 0 &&
-		      strcmp(s, key_backend_name(KEY_EPHEMERAL)) == 0 &&
+		      strcmp(s, "ephemeral") == 0 && strcmp(s, key_backend_name(ks.keys[0])) == 0 &&
 		      proto_get_string(k0, "key_id", 256, true, &s) == 0 && *s &&
 		      proto_get_string(k0, "serial", 256, true, &s) == 0 && *s);
 	json_object_put(o);
@@ -337,6 +338,48 @@ static void test_replies(void)
 	keystore_clear(&ks);
 }
 
+/* Which backend claims a --key SOURCE: the first row of key_backends[]
+ * that does, the file backend taking whatever is left; --check-config
+ * asks the same rows, and makes no key and opens no token. */
+static void test_backends(void)
+{
+	static const struct {
+		const char *src;
+		const struct key_backend *want;
+	} cases[] = {
+		{ "ephemeral", &key_backend_ephemeral },
+		{ "ephemeral:ecdsa-p256", &key_backend_ephemeral },
+		{ "pkcs11:token=t;object=k;type=private", &key_backend_pkcs11 },
+		{ "/etc/modsign/key.pem", &key_backend_file },
+		{ "ephemeralx", &key_backend_file },
+		{ "./pkcs11:object=k", &key_backend_file },
+	};
+	static const char *const specs[] = { "a=ephemeral:no-such-alg",
+					     "b=pkcs11:token=absent;type=private", "a=ephemeral" };
+	char why[256] = "";
+	size_t bad = 99;
+	bool ok = true;
+
+	for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+		if (key_backend_for(cases[i].src) != cases[i].want) {
+			printf("#   %s: claimed by %s\n", cases[i].src, key_backend_for(cases[i].src)->name);
+			ok = false;
+		}
+	CHECK("key backends: first claimer wins, file takes the rest", ok);
+	CHECK("key backends: named ephemeral, pkcs11, file",
+	      strcmp(key_backend_ephemeral.name, "ephemeral") == 0 &&
+		      strcmp(key_backend_pkcs11.name, "pkcs11") == 0 &&
+		      strcmp(key_backend_file.name, "file") == 0);
+	CHECK_EQ("check-config: one-time and token keys pass unmade",
+		 keystore_check(specs, 2, why, sizeof(why), &bad), 0);
+	CHECK("check-config: a name used twice is the third spec",
+	      keystore_check(specs, 3, why, sizeof(why), &bad) == -EEXIST && bad == 2 &&
+		      strcmp(why, "duplicate key name") == 0);
+	CHECK("check-config: a key file is read (the file backend's check)",
+	      keystore_check((const char *const[]){ "c=/nonexistent/modsign-key.pem" }, 1, why,
+			     sizeof(why), &bad) == -ENOENT && bad == 0);
+}
+
 /* The transparency log's request: the checkpoint, or a piece of a tile. */
 static void test_log(void)
 {
@@ -365,6 +408,7 @@ int main(void)
 	test_digest();
 	test_module();
 	test_replies();
+	test_backends();
 	json_object_putp(&msg);
 	return unit_summary("test-request");
 }
