@@ -47,7 +47,7 @@ static void refused(const char *name, const char *text, int want, const char *wh
 		printf("#   got %d \"%s\", want %d \"%s\"\n", r, err ?: "(null)", want, why);
 }
 
-static void test_envelope(void)
+UNIT_TEST(envelope)
 {
 	CHECK_EQ("status request parses", parse("{\"v\":1,\"id\":3,\"op\":\"status\"}"), 0);
 	CHECK("status: op, id, no key", req.op == OP_STATUS && req.id == 3 && !req.key);
@@ -97,7 +97,7 @@ static void test_envelope(void)
 		"missing or bad \"op\"");
 }
 
-static void test_key(void)
+UNIT_TEST(key)
 {
 	char text[512], key[PROTO_MAX_NAME + 2];
 
@@ -118,7 +118,7 @@ static void test_key(void)
 	refused("sign: key as an array", SIGN_(",\"key\":[\"prod\"]"), -EINVAL, "bad \"key\"");
 }
 
-static void test_sign(void)
+UNIT_TEST(sign)
 {
 	CHECK_EQ("sign request parses", parse(SIGN), 0);
 	CHECK("sign: op, id, hash, module",
@@ -155,7 +155,7 @@ static void test_sign(void)
 	CHECK_EQ("a refused sign still carries the id", req.id, 7);
 }
 
-static void test_hash(void)
+UNIT_TEST(hash)
 {
 	static const struct {
 		const char *hash;
@@ -208,7 +208,7 @@ static void test_hash(void)
 		-EINVAL, "missing or bad \"hash\"");
 }
 
-static void test_digest(void)
+UNIT_TEST(digest)
 {
 	static const struct {
 		const char *name, *digest;
@@ -239,7 +239,7 @@ static void test_digest(void)
 		"\"module\":\"m.ko\"}", -EINVAL, "digest length does not match the hash");
 }
 
-static void test_module(void)
+UNIT_TEST(module)
 {
 	_cleanup_(freep) char *text = malloc(PROTO_MAX_MODULE + 256);
 	_cleanup_(freep) char *mod = malloc(PROTO_MAX_MODULE + 2);
@@ -275,7 +275,7 @@ static void test_module(void)
 }
 
 /* The replies, for a one-time key: the members docs/PROTOCOL.md names. */
-static void test_replies(void)
+UNIT_TEST(replies)
 {
 	static struct keystore ks;
 	struct certgen_params gen = { .organization = "", .common_name = "unit",
@@ -338,7 +338,7 @@ static void test_replies(void)
 }
 
 /* The transparency log's request: the checkpoint, or a piece of a tile. */
-static void test_log(void)
+UNIT_TEST(log)
 {
 	CHECK("log without a path",
 	      parse("{\"v\":1,\"id\":3,\"op\":\"log\"}") == 0 && req.op == OP_LOG &&
@@ -355,16 +355,4 @@ static void test_log(void)
 		"bad \"offset\"");
 }
 
-int main(void)
-{
-	test_envelope();
-	test_log();
-	test_key();
-	test_sign();
-	test_hash();
-	test_digest();
-	test_module();
-	test_replies();
-	json_object_putp(&msg);
-	return unit_summary("test-request");
-}
+UNIT_MAIN()
