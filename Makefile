@@ -52,7 +52,10 @@ UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
 all: $(B)/modsignd $(B)/modsign-client
 
+# Made afresh: "ar r" into the old archive would keep the object of a
+# lib/ file since deleted.
 $(B)/libmodsign.a: $(LIB_OBJ)
+	rm -f $@
 	ar rcs $@ $^
 
 $(B)/modsignd: $(DAEMON_OBJ) $(B)/libmodsign.a

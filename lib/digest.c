@@ -1,17 +1,28 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <openssl/evp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "digest-backend.h"
+#include "digest.h"
 #include "macro.h"
 #include "util.h"
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_MD_CTX *, EVP_MD_CTX_free);
+
+/* One row per algorithm.  The hashing is OpenSSL's EVP: it goes through
+ * the providers, so a FIPS configuration applies. */
+struct digest {
+	const char *name;
+	size_t size;
+	const EVP_MD *(*evp)(void);
+};
+
 static const struct digest digests[] = {
-	{ "sha256", 32, DIGEST_SHA256 },
-	{ "sha384", 48, DIGEST_SHA384 },
-	{ "sha512", 64, DIGEST_SHA512 },
+	{ "sha256", 32, EVP_sha256 },
+	{ "sha384", 48, EVP_sha384 },
+	{ "sha512", 64, EVP_sha512 },
 };
 
 const struct digest *digest_lookup(const char *name)
@@ -32,16 +43,38 @@ size_t digest_size(const struct digest *d)
 	return d->size;
 }
 
-/* End @s: with the digest in @out if all went well (@r is 0), else
- * dropped and @r returned. */
-static int finish(struct digest_state *s, int r, const struct digest *d,
+const EVP_MD *digest_evp(const struct digest *d)
+{
+	return d ? d->evp() : NULL;
+}
+
+/* Start hashing with @d: 0, -ENOMEM or -EIO. */
+static int begin(const struct digest *d, EVP_MD_CTX **ret)
+{
+	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+
+	if (!ctx)
+		return -ENOMEM;
+	if (!EVP_DigestInit_ex(ctx, digest_evp(d), NULL))
+		return -EIO;
+	*ret = TAKE_PTR(ctx);
+	return 0;
+}
+
+/* Add @n bytes: 0 or -EIO. */
+static int add(EVP_MD_CTX *ctx, const void *p, size_t n)
+{
+	return EVP_DigestUpdate(ctx, p, n) ? 0 : -EIO;
+}
+
+/* End and free @ctx: with the digest in @out if all went well (@r is 0),
+ * else dropped and @r returned. */
+static int finish(EVP_MD_CTX *ctx, int r, const struct digest *d,
 		  uint8_t *out, size_t *ret_len)
 {
-	if (r < 0) {
-		digest_end(s, NULL);
-		return r;
-	}
-	r = digest_end(s, out);
+	if (r == 0 && !EVP_DigestFinal_ex(ctx, out, NULL))
+		r = -EIO;
+	EVP_MD_CTX_free(ctx);
 	if (r == 0)
 		*ret_len = d->size;
 	return r;
@@ -50,12 +83,12 @@ static int finish(struct digest_state *s, int r, const struct digest *d,
 int digest_buf(const void *buf, size_t len, const struct digest *d,
 	       uint8_t *out, size_t *ret_len)
 {
-	struct digest_state *s;
-	int r = digest_begin(d, &s);
+	EVP_MD_CTX *ctx;
+	int r = begin(d, &ctx);
 
 	if (r < 0)
 		return r;
-	return finish(s, digest_add(s, buf, len), d, out, ret_len);
+	return finish(ctx, add(ctx, buf, len), d, out, ret_len);
 }
 
 /* Read through one small buffer rather than mmap: a module rewritten under
@@ -69,11 +102,11 @@ int digest_fd(int fd, size_t len, const struct digest *d, uint8_t *out,
 {
 	enum { CHUNK = 16 * 1024 };
 	uint8_t buf[CHUNK];
-	struct digest_state *s;
+	EVP_MD_CTX *ctx;
 	size_t done = 0;
 	int r;
 
-	r = digest_begin(d, &s);
+	r = begin(d, &ctx);
 	if (r < 0)
 		return r;
 	while (r == 0 && done < len) {
@@ -87,9 +120,9 @@ int digest_fd(int fd, size_t len, const struct digest *d, uint8_t *out,
 		else if (got == 0) /* file shrank under us */
 			r = -ESTALE;
 		else {
-			r = digest_add(s, buf, (size_t)got);
+			r = add(ctx, buf, (size_t)got);
 			done += (size_t)got;
 		}
 	}
-	return finish(s, r, d, out, ret_len);
+	return finish(ctx, r, d, out, ret_len);
 }

@@ -10,8 +10,7 @@
  * sha224, but sha1 is broken for signatures and neither is offered by
  * CONFIG_MODULE_SIG_SHA*; md5 was never accepted.
  *
- * The hashing itself is done behind digest-backend.h: OpenSSL's EVP in
- * libmodsign.
+ * The hashing is OpenSSL's EVP, through its providers (digest.c).
  */
 #define DIGEST_MAX_LEN 64 /* SHA-512 */
 #define DIGEST_DEFAULT "sha256"
@@ -34,7 +33,7 @@ int digest_fd(int fd, size_t len, const struct digest *d, uint8_t *out,
 int digest_buf(const void *buf, size_t len, const struct digest *d,
 	       uint8_t *out, size_t *ret_len);
 
-/* OpenSSL's EVP_MD of @d, for signing and verifying (digest-evp.c). */
+/* OpenSSL's EVP_MD of @d, for signing and verifying; NULL for NULL. */
 struct evp_md_st;
 const struct evp_md_st *digest_evp(const struct digest *d);
 

@@ -14,7 +14,10 @@
 #include <string.h>
 
 #include "admission.h"
+#include "macro.h"
 #include "unit.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct admission *, admission_free);
 
 static struct admission_source v4(const char *addr)
 {
@@ -50,30 +53,46 @@ static unsigned take_all(struct admission *a, const struct admission_source *src
 	return n;
 }
 
-static void test_tokens(void)
-{
-	struct admission *a;
-	struct admission_source one = v4("192.0.2.1"), two = v4("192.0.2.2");
+/* The two sources the cases compare: each one's twin is the other. */
+#define ONE v4("192.0.2.1")
+#define TWO v4("192.0.2.2")
 
-	CHECK_EQ("tokens: new", admission_new(&(struct admission_config){
-			 .rate = 10, .burst = 5, .key_exchanges = 32, .tls_slots = 12 }, &a), 0);
+/* A new table of @cfg, its making checked as @check; NULL if it failed. */
+static struct admission *made(const char *check, const struct admission_config *cfg)
+{
+	struct admission *a = NULL;
+
+	if (!CHECK_EQ(check, admission_new(cfg, &a), 0))
+		return NULL;
+	return a;
+}
+#define MADE(check, ...) made((check), &(struct admission_config){ __VA_ARGS__ })
+
+UNIT_TEST(tokens)
+{
+	_cleanup_(admission_freep) struct admission *a =
+		MADE("tokens: new", .rate = 10, .burst = 5, .key_exchanges = 32, .tls_slots = 12);
+	struct admission_source one = ONE, two = TWO;
+
+	if (!a)
+		return;
 	CHECK_EQ("tokens: a burst at once", take_all(a, &one, 1000, 100), 5);
 	CHECK_EQ("tokens: none left at once", take_all(a, &one, 1000, 100), 0);
 	CHECK_EQ("tokens: twin, another source has its own", take_all(a, &two, 1000, 100), 5);
 	CHECK_EQ("tokens: one back after 100 ms at 10/s", take_all(a, &one, 1100, 100), 1);
 	CHECK_EQ("tokens: not before", take_all(a, &one, 1199, 100), 0);
 	CHECK_EQ("tokens: never above the burst", take_all(a, &one, 100000, 100), 5);
-	admission_free(a);
 }
 
-static void test_share(void)
+UNIT_TEST(share)
 {
-	struct admission *a;
-	struct admission_source one = v4("192.0.2.1"), two = v4("192.0.2.2");
+	_cleanup_(admission_freep) struct admission *a =
+		MADE("share: new", .rate = 1, .burst = 100, .key_exchanges = 3, .tls_slots = 12);
+	struct admission_source one = ONE, two = TWO;
 	unsigned n = 0;
 
-	CHECK_EQ("share: new", admission_new(&(struct admission_config){
-			 .rate = 1, .burst = 100, .key_exchanges = 3, .tls_slots = 12 }, &a), 0);
+	if (!a)
+		return;
 	while (n < 10 && admission_start_handshake(a, &one, 0))
 		n++;
 	CHECK_EQ("share: 3 key exchanges at once", n, 3);
@@ -81,31 +100,34 @@ static void test_share(void)
 	admission_end_handshake(a, &one);
 	CHECK("share: twin, one ended, one more starts", admission_start_handshake(a, &one, 0));
 	CHECK("share: and no more", !admission_start_handshake(a, &one, 0));
-	admission_free(a);
 }
 
-static void test_sources(void)
+/* admission_source_eq() of two sources by value. */
+static bool same(struct admission_source x, struct admission_source y)
+{
+	return admission_source_eq(&x, &y);
+}
+
+UNIT_TEST(sources)
 {
 	CHECK("source: an IPv6 /64 is one",
-	      admission_source_eq(&(struct admission_source){ 0 }, &(struct admission_source){ 0 }) &&
-		      ({ struct admission_source x = v6("2001:db8::1"), y = v6("2001:db8::ffff:2");
-			 admission_source_eq(&x, &y); }));
+	      same((struct admission_source){ 0 }, (struct admission_source){ 0 }) &&
+		      same(v6("2001:db8::1"), v6("2001:db8::ffff:2")));
 	CHECK("source: twin, another /64 is another",
-	      ({ struct admission_source x = v6("2001:db8::1"), y = v6("2001:db8:0:1::1");
-		 !admission_source_eq(&x, &y); }));
+	      !same(v6("2001:db8::1"), v6("2001:db8:0:1::1")));
 	CHECK("source: a v4-mapped address is its IPv4 one",
-	      ({ struct admission_source x = v6("::ffff:192.0.2.1"), y = v4("192.0.2.1");
-		 admission_source_eq(&x, &y); }));
+	      same(v6("::ffff:192.0.2.1"), ONE));
 }
 
-static void test_caps(void)
+UNIT_TEST(caps)
 {
-	struct admission *a;
-	struct admission_source one = v4("192.0.2.1"), two = v4("192.0.2.2");
+	_cleanup_(admission_freep) struct admission *a =
+		MADE("caps: new", .rate = 1, .burst = 1, .key_exchanges = 1, .tls_slots = 12);
+	struct admission_source one = ONE, two = TWO;
 	char why[128] = "";
 
-	CHECK_EQ("caps: new", admission_new(&(struct admission_config){
-			 .rate = 1, .burst = 1, .key_exchanges = 1, .tls_slots = 12 }, &a), 0);
+	if (!a)
+		return;
 	CHECK_EQ("caps: default, 3/4 of 12 per identity", admission_per_identity(a), 9);
 	CHECK_EQ("caps: default, 3/4 of 12 per source", admission_per_source(a), 9);
 	for (int i = 0; i < 9; i++)
@@ -123,31 +145,39 @@ static void test_caps(void)
 	admission_leave(a, &one, "cn:b1");
 	CHECK_EQ("caps: twin, one left, one more admitted",
 		 admission_admit(a, &one, "cn:b1", 0, why, sizeof(why)), 0);
-	admission_free(a);
-	CHECK_EQ("caps: given", admission_new(&(struct admission_config){
-			 .rate = 1, .burst = 1, .per_identity = 2, .per_source = 3,
-			 .tls_slots = 3 }, &a), 0);
+}
+
+UNIT_TEST(caps_given)
+{
+	_cleanup_(admission_freep) struct admission *a =
+		MADE("caps: given", .rate = 1, .burst = 1, .per_identity = 2, .per_source = 3,
+		     .tls_slots = 3);
+
 	CHECK("caps: given ones kept",
-	      admission_per_identity(a) == 2 && admission_per_source(a) == 3);
-	admission_free(a);
-	CHECK_EQ("caps: 3 slots", admission_new(&(struct admission_config){
-			 .rate = 1, .burst = 1, .tls_slots = 3 }, &a), 0);
-	CHECK_EQ("caps: default of 3 slots is 3", admission_per_identity(a), 3);
-	admission_free(a);
+	      a && admission_per_identity(a) == 2 && admission_per_source(a) == 3);
+}
+
+UNIT_TEST(caps_default_of_slots)
+{
+	_cleanup_(admission_freep) struct admission *a =
+		MADE("caps: 3 slots", .rate = 1, .burst = 1, .tls_slots = 3);
+
+	CHECK_EQ("caps: default of 3 slots is 3", a ? admission_per_identity(a) : 0, 3);
 }
 
 /* More sources than the table holds: the fullest bucket is forgotten,
  * never an entry that holds a connection. */
-static void test_recycling(void)
+UNIT_TEST(recycling)
 {
-	struct admission *a;
+	_cleanup_(admission_freep) struct admission *a =
+		MADE("recycling: new", .rate = 1, .burst = 2, .key_exchanges = 1, .per_source = 1,
+		     .tls_slots = 1);
 	struct admission_source held = v4("198.51.100.1");
 	char why[128];
 	unsigned refused = 0;
 
-	CHECK_EQ("recycling: new", admission_new(&(struct admission_config){
-			 .rate = 1, .burst = 2, .key_exchanges = 1, .per_source = 1,
-			 .tls_slots = 1 }, &a), 0);
+	if (!a)
+		return;
 	CHECK_EQ("recycling: one source holds its connection",
 		 admission_admit(a, &held, "cn:h", 0, why, sizeof(why)), 0);
 	for (unsigned i = 0; i < 3000; i++) {
@@ -162,15 +192,6 @@ static void test_recycling(void)
 	CHECK_EQ("recycling: each new source has its bucket", refused, 0);
 	CHECK_EQ("recycling: the held source's count kept",
 		 admission_admit(a, &held, "cn:h2", 5, why, sizeof(why)), -EUSERS);
-	admission_free(a);
 }
 
-int main(void)
-{
-	test_tokens();
-	test_share();
-	test_sources();
-	test_caps();
-	test_recycling();
-	return unit_summary("test-admission");
-}
+UNIT_MAIN()

@@ -13,7 +13,7 @@
 #include "conn-internal.h"
 #include "unit.h"
 
-static void test_targets(void)
+UNIT_TEST(targets)
 {
 	const char *list[] = { "unix:/run/x.sock", "tls:127.0.0.1:7787",
 			       "tls:no-such-host.invalid:7787" };
@@ -36,7 +36,7 @@ static void test_targets(void)
 
 /* Twin of the unresolvable target: connecting to it fails with its reason,
  * and a unix target that is not there with ENOENT. */
-static void test_open_refused(void)
+UNIT_TEST(open_refused)
 {
 	const char *list[] = { "tls:no-such-host.invalid:7787", "unix:/nonexistent/modsign.sock" };
 	struct conn_target *t = NULL;
@@ -61,7 +61,7 @@ static void feed(struct conn *c, const uint8_t *bytes, size_t len)
 
 /* A frame waiting is input; a part of one is not (poll(2) must wait for
  * the rest); a bad length is (conn_recv() then says so at once). */
-static void test_has_input(void)
+UNIT_TEST(has_input)
 {
 	static uint8_t buf[64];
 	struct conn c = { .fd = -1, .in = buf, .in_cap = sizeof(buf) };
@@ -79,10 +79,4 @@ static void test_has_input(void)
 	CHECK("has-input-bad-length", conn_has_input(&c));
 }
 
-int main(void)
-{
-	test_targets();
-	test_open_refused();
-	test_has_input();
-	return unit_summary("test-conn");
-}
+UNIT_MAIN()

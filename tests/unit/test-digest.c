@@ -58,7 +58,7 @@ static int write_tmp(const char *name, const void *p, size_t n, char *path)
 
 /* digest_buf and digest_fd equal EVP for every algorithm, across the
  * digest_fd chunk size (16 KiB) and for empty input. */
-static void test_digests(void)
+UNIT_TEST(digests)
 {
 	static const char *const names[] = { "sha256", "sha384", "sha512" };
 	static const size_t lens[] = { 0, 1, 55, 64, 4096, 16384, 16385, 262145, 700001 };
@@ -171,7 +171,7 @@ static int poke(const char *path, long at, char c)
 	return r;
 }
 
-static void test_fingerprints(void)
+UNIT_TEST(fingerprints)
 {
 	_cleanup_(freep) char *want = NULL, *got = NULL;
 	unsigned char *der = NULL;
@@ -240,20 +240,14 @@ static void test_fingerprints(void)
 	EVP_PKEY_free(key);
 }
 
-int main(void)
+static bool fixture(void)
 {
-	if (!mkdtemp(tmpdir)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	test_digests();
-	test_fingerprints();
-	{
-		char cmd[128];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-		if (system(cmd) != 0)
-			printf("# could not remove %s\n", tmpdir);
-	}
-	return unit_summary("digest");
+	return unit_mkdtemp(tmpdir);
 }
+
+static void fixture_free(void)
+{
+	unit_rm_rf(tmpdir);
+}
+
+UNIT_MAIN(.setup = fixture, .teardown = fixture_free)

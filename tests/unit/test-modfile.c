@@ -31,7 +31,9 @@
 
 static char top[] = "/tmp/modsign-test-modfile-XXXXXX";
 static uint8_t elf[ELF_LEN], sig[SIG_LEN], sig2[SIG_LEN];
-static struct modfile m;
+/* Never opened (not the zeroes that would close stdin): every case
+ * starts from it. */
+static struct modfile m = { .fd = -1, .out = -1, .dirfd = -1 };
 static const char *err;
 
 /* A little-endian ELF64 header whose section header table ends at ELF_LEN
@@ -171,7 +173,7 @@ static int next_fd(void)
 	return fd;
 }
 
-static void test_open(void)
+UNIT_TEST(open)
 {
 	const char *d = case_dir("open");
 	uint8_t md[DIGEST_MAX_LEN], want[DIGEST_MAX_LEN];
@@ -200,7 +202,7 @@ static void test_open(void)
 	CHECK("close: every descriptor dropped", m.fd == -1 && m.out == -1 && m.dirfd == -1);
 }
 
-static void test_refusals(void)
+UNIT_TEST(refusals)
 {
 	const char *d = case_dir("refuse");
 	uint8_t buf[ELF_LEN + SIG_LEN + MODSIG_TRAILER_LEN + 8];
@@ -294,7 +296,7 @@ static void test_refusals(void)
 	CHECK_EQ("refusals leave no descriptor open", next_fd(), fd_before);
 }
 
-static void test_in_place(void)
+UNIT_TEST(in_place)
 {
 	const char *d = case_dir("inplace");
 	PATH_IN(mod, d, "m.ko");
@@ -344,7 +346,7 @@ static void test_in_place(void)
 
 /* The directory is resolved once: renaming it away after the open
  * changes where nothing goes. */
-static void test_dir_swap(void)
+UNIT_TEST(dir_swap)
 {
 	const char *d = case_dir("swap");
 
@@ -375,7 +377,7 @@ static int commit_over(const char *d, const char **why)
 	return r;
 }
 
-static void test_temp_name(void)
+UNIT_TEST(temp_name)
 {
 	const char *d = case_dir("tmp");
 	PATH_IN(tmp, d, ".m.ko.modsign-tmp");
@@ -470,7 +472,7 @@ static pid_t live_writer(const char *tmp, int hold_ms)
 	return pid;
 }
 
-static void test_live_writer(void)
+UNIT_TEST(live_writer)
 {
 	const char *d = case_dir("live");
 	PATH_IN(tmp, d, ".m.ko.modsign-tmp");
@@ -513,7 +515,7 @@ static void test_live_writer(void)
 }
 
 /* unchanged(): the module as read, and still the file at its name. */
-static void test_changed(void)
+UNIT_TEST(changed)
 {
 	const char *d = case_dir("changed");
 	PATH_IN(mod, d, "m.ko");
@@ -573,7 +575,7 @@ static void test_changed(void)
 	modfile_close(&m);
 }
 
-static void test_dest(void)
+UNIT_TEST(dest)
 {
 	const char *d = case_dir("dest");
 	PATH_IN(src, d, "src.ko");
@@ -645,20 +647,17 @@ static int rm(const char *path, const struct stat *st, int flag, struct FTW *ftw
 	return remove(path);
 }
 
-int main(void)
+/* The fixture: one scratch directory (each case makes its own below it)
+ * and the module and signatures it writes there. */
+static bool fixture(void)
 {
-	if (!mkdtemp(top))
-		return printf("FAIL test-modfile: mkdtemp\n"), 1;
 	make_elf();
-	test_open();
-	test_refusals();
-	test_in_place();
-	test_dir_swap();
-	test_temp_name();
-	test_live_writer();
-	test_changed();
-	test_dest();
-	modfile_close(&m);
-	nftw(top, rm, 16, FTW_DEPTH | FTW_PHYS);
-	return unit_summary("test-modfile");
+	return unit_mkdtemp(top);
 }
+
+static void fixture_free(void)
+{
+	nftw(top, rm, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+UNIT_MAIN(.setup = fixture, .teardown = fixture_free)

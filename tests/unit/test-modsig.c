@@ -44,7 +44,7 @@ static void set_sig_len(uint8_t file[FILE_LEN], uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-static void test_unsigned(void)
+UNIT_TEST(unsigned)
 {
 	static const uint8_t plain[] = "\177ELF plain module without signature";
 	const size_t len = sizeof(plain) - 1;
@@ -71,7 +71,7 @@ static void test_unsigned(void)
 	CHECK_EQ("modsig magic only -> EBADMSG", r, -EBADMSG);
 }
 
-static void test_trailer_layout(void)
+UNIT_TEST(trailer_layout)
 {
 	static const uint8_t want_hdr[12] = { 0, 0, 2, 0, 0, 0, 0, 0,
 					      0x00, 0x00, 0x12, 0x34 };
@@ -100,7 +100,7 @@ static void test_trailer_layout(void)
 	      modsig_trailer((size_t)UINT32_MAX + 2, t) < 0);
 }
 
-static void test_valid(void)
+UNIT_TEST(valid)
 {
 	uint8_t file[FILE_LEN];
 	struct modsig_info mi;
@@ -137,7 +137,7 @@ static void test_valid(void)
 	CHECK_EQ("modsig tail_len > file_len -> EINVAL", r, -EINVAL);
 }
 
-static void test_sig_len(void)
+UNIT_TEST(sig_len)
 {
 	uint8_t file[FILE_LEN];
 	struct modsig_info mi;
@@ -168,7 +168,7 @@ static void test_sig_len(void)
 		      mi.sig_len == room - 1);
 }
 
-static void test_fields(void)
+UNIT_TEST(fields)
 {
 	static const struct {
 		size_t off;
@@ -201,7 +201,7 @@ static void test_fields(void)
 		 modsig_parse(file, FILE_LEN, FILE_LEN, &mi), -ENOPKG);
 }
 
-static void test_short_file(void)
+UNIT_TEST(short_file)
 {
 	uint8_t buf[MODSIG_TRAILER_LEN + 1];
 	struct modsig_info mi;
@@ -226,13 +226,4 @@ static void test_short_file(void)
 			 modsig_parse(buf, sizeof(buf), sizeof(buf), &mi), -EBADMSG);
 }
 
-int main(void)
-{
-	test_unsigned();
-	test_trailer_layout();
-	test_valid();
-	test_sig_len();
-	test_fields();
-	test_short_file();
-	return unit_summary("test-modsig");
-}
+UNIT_MAIN()

@@ -93,7 +93,7 @@ static void refused(const char *name, int r, int want, const char *why)
 		printf("#   got %d, logged: %s#   want %d, \"%s\"\n", r, logged, want, why);
 }
 
-static void test_cli(void)
+UNIT_TEST(cli)
 {
 	CHECK_EQ("--key alone parses", PARSE("--key", "k=ephemeral"), 0);
 	CHECK("defaults: socket mode, timeouts, days, no config",
@@ -151,7 +151,7 @@ static void test_cli(void)
 	CHECK("--version prints the version", strcmp(logged, "modsignd " MODSIGN_VERSION "\n") == 0);
 }
 
-static void test_twice_cli(void)
+UNIT_TEST(twice_cli)
 {
 	static const char *const single[] = {
 		"--pin-file", "--pkcs11-module", "--audit-log", "--organization",
@@ -184,7 +184,7 @@ static void test_twice_cli(void)
 		      strcmp(o.listen[0], "unix:/1") == 0 && o.n_allow == 2 && o.n_certs == 2);
 }
 
-static void test_numbers(void)
+UNIT_TEST(numbers)
 {
 	static const struct {
 		const char *opt, *v;
@@ -257,7 +257,7 @@ static void test_numbers(void)
 		"too many values for a repeatable option");
 }
 
-static void test_file(void)
+UNIT_TEST(file)
 {
 	write_conf("# modsignd.conf\n"
 		   "\n"
@@ -348,7 +348,7 @@ static void test_file(void)
 		-EINVAL, want);
 }
 
-static void test_check_config(void)
+UNIT_TEST(check_config)
 {
 	write_conf("key = k=ephemeral\n");
 	CHECK_EQ("--check-config --config parses", PARSE("--check-config", "--config", conf), 0);
@@ -383,7 +383,7 @@ static int run_reload(void *p)
 	return options_reload_allow(&o, &reloaded);
 }
 
-static void test_reload(void)
+UNIT_TEST(reload)
 {
 	struct peer u1000 = { .uid = 1000, .gid = 1 }, u1001 = { .uid = 1001, .gid = 1 },
 		    u1002 = { .uid = 1002, .gid = 1 }, root = { .uid = 0 };
@@ -433,22 +433,19 @@ static void test_reload(void)
 	policy_clear(&reloaded);
 }
 
-int main(void)
+/* The fixture: a scratch directory for the configuration file and what
+ * a parse writes to stderr. */
+static bool fixture(void)
 {
-	if (!mkdtemp(dir))
-		return printf("FAIL test-options: mkdtemp\n"), 1;
+	if (!unit_mkdtemp(dir))
+		return false;
 	snprintf(conf, sizeof(conf), "%s/modsignd.conf", dir);
-	test_cli();
-	test_twice_cli();
-	test_numbers();
-	test_file();
-	test_check_config();
-	test_reload();
-	options_free(&o);
-	unlink(conf);
-	char path[sizeof(dir) + 16];
-	snprintf(path, sizeof(path), "%s/stderr", dir);
-	unlink(path);
-	rmdir(dir);
-	return unit_summary("test-options");
+	return true;
 }
+
+static void fixture_free(void)
+{
+	unit_rm_rf(dir);
+}
+
+UNIT_MAIN(.setup = fixture, .teardown = fixture_free)

@@ -48,7 +48,7 @@ static void check_path(const char *name, const char *module, const char *want)
 	free(got);
 }
 
-static void test_sigtree_path(void)
+UNIT_TEST(sigtree_path)
 {
 	check_path("path: below a root", "tree/kernel/fs/a.ko", "S/kernel/fs/a.ko.p7s");
 	check_path("path: as given", "kernel/x.ko", "S/kernel/x.ko.p7s");
@@ -61,7 +61,7 @@ static void test_sigtree_path(void)
 }
 
 /* In top (the current directory): the tree S. */
-static void test_sigtree_open_dir(void)
+UNIT_TEST(sigtree_open_dir)
 {
 	const char *name = NULL;
 	int tree, fd;
@@ -93,17 +93,16 @@ static void test_sigtree_open_dir(void)
 	close(tree);
 }
 
-int main(void)
+/* The fixture: a scratch directory, the current one of every case. */
+static bool fixture(void)
 {
-	char cmd[64];
-	int r;
-
-	if (!mkdtemp(top) || chdir(top) < 0)
-		return 1;
-	test_sigtree_path();
-	test_sigtree_open_dir();
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", top);
-	r = chdir("/") < 0 || system(cmd) != 0;
-	(void)r; /* a scratch directory left in /tmp fails nothing */
-	return unit_summary("test-paths");
+	return unit_mkdtemp(top) && chdir(top) == 0;
 }
+
+static void fixture_free(void)
+{
+	if (chdir("/") == 0)
+		unit_rm_rf(top);
+}
+
+UNIT_MAIN(.setup = fixture, .teardown = fixture_free)

@@ -190,7 +190,7 @@ static int sign_buf(const struct ident *id, const struct digest *md,
 
 static const char *const mds[] = { "sha256", "sha384", "sha512" };
 
-static void test_identity_rsa(void)
+UNIT_TEST(identity_rsa)
 {
 	char name[128];
 
@@ -241,7 +241,7 @@ static void test_identity_rsa(void)
 		}
 }
 
-static void test_ecdsa(void)
+UNIT_TEST(ecdsa)
 {
 	static const char *const ec_mds[] = { "sha256", "sha384", "sha512" };
 	char name[128];
@@ -343,6 +343,16 @@ static void test_tamper(const char *alg, const struct ident *id)
 	}
 }
 
+UNIT_TEST(tamper_rsa)
+{
+	test_tamper("rsa", &rsa);
+}
+
+UNIT_TEST(tamper_ecdsa)
+{
+	test_tamper("ecdsa", &ec);
+}
+
 static void expect_verify(const char *name, const uint8_t *der, size_t len,
 			  X509 *cert, int want)
 {
@@ -352,7 +362,7 @@ static void expect_verify(const char *name, const uint8_t *der, size_t len,
 	CHECK_EQ(name, r, want);
 }
 
-static void test_refused_forms(void)
+UNIT_TEST(refused_forms)
 {
 	uint8_t *der = NULL, *copy = NULL;
 	size_t len = 0;
@@ -445,7 +455,7 @@ static int with_sig_alg(const uint8_t *der, size_t len, int nid, uint8_t **ret, 
 /* What a server of the pool may return for a digest (review of dd63b44):
  * a valid signature by the right key, over the right digest, in a form
  * the kernel refuses or sign-file never makes, was written. */
-static void test_reply_forms(void)
+UNIT_TEST(reply_forms)
 {
 	const struct digest *md = digest_lookup("sha256");
 	uint8_t dg[DIGEST_MAX_LEN], *der = NULL, *alt = NULL;
@@ -521,7 +531,7 @@ static void test_reply_forms(void)
 	OPENSSL_free(der);
 }
 
-static void test_not_pkcs7(void)
+UNIT_TEST(not_pkcs7)
 {
 	_cleanup_(freep) uint8_t *der = NULL;
 	size_t len = 0;
@@ -531,7 +541,7 @@ static void test_not_pkcs7(void)
 	expect_verify("pkcs7 a certificate's DER -> EBADMSG", der, len, rsa.cert, -EBADMSG);
 }
 
-static void test_sign_errors(void)
+UNIT_TEST(sign_errors)
 {
 	uint8_t dg[DIGEST_MAX_LEN];
 	uint8_t *der = NULL;
@@ -565,7 +575,7 @@ static void test_sign_errors(void)
 }
 
 /* A whole signed module: body | PKCS#7 | trailer, found by modsig_parse. */
-static void test_module_file(void)
+UNIT_TEST(module_file)
 {
 	_cleanup_(closep) int fd = -1;
 	_cleanup_(freep) uint8_t *file = NULL;
@@ -602,7 +612,9 @@ static void test_module_file(void)
 				     NULL), -EKEYREJECTED);
 }
 
-static bool setup(void)
+/* The fixture, made once for every case: four keys and their
+ * certificates, a clashing one, and the data they sign in files. */
+static bool make_fixture(void)
 {
 	bool ok;
 
@@ -632,21 +644,12 @@ static void teardown(void)
 	closep(&bad_fd);
 }
 
-int main(void)
+static bool fixture(void)
 {
-	if (CHECK("pkcs7 setup: keys, certificates, data", setup())) {
-		test_identity_rsa();
-		test_ecdsa();
-		test_tamper("rsa", &rsa);
-		test_tamper("ecdsa", &ec);
-		test_refused_forms();
-		test_reply_forms();
-		test_not_pkcs7();
-		test_sign_errors();
-		test_module_file();
-	} else {
-		ERR_print_errors_fp(stdout);
-	}
-	teardown();
-	return unit_summary("test-pkcs7");
+	if (CHECK("pkcs7 setup: keys, certificates, data", make_fixture()))
+		return true;
+	ERR_print_errors_fp(stdout);
+	return false;
 }
+
+UNIT_MAIN(.setup = fixture, .teardown = teardown)

@@ -54,7 +54,7 @@ static struct peer tls_peer(const char *cn)
 	return p;
 }
 
-static void test_uid(void)
+UNIT_TEST(uid)
 {
 	struct peer u1000 = unix_peer(1000, 1000, NULL, 0);
 	struct peer u1001 = unix_peer(1001, 1000, NULL, 0);
@@ -79,7 +79,7 @@ static void test_uid(void)
 	CHECK("uid:0 refuses uid 1000", !policy_admits(&pol, &u1000));
 }
 
-static void test_gid(void)
+UNIT_TEST(gid)
 {
 	struct peer primary = unix_peer(1000, 2000, NULL, 0);
 	struct peer supp = unix_peer(1001, 100, (gid_t[]){ 5, 2000, 7 }, 3);
@@ -108,7 +108,7 @@ static void test_gid(void)
 	CHECK("gid:2000 refuses it past n_groups", !policy_admits(&pol, &last));
 }
 
-static void test_names(void)
+UNIT_TEST(names)
 {
 	struct passwd *pw = getpwnam("root");
 	struct group *gr = getgrnam("root");
@@ -141,7 +141,7 @@ static void test_names(void)
 	CHECK_EQ("unknown names add no rule", pol.n, 0);
 }
 
-static void test_cn(void)
+UNIT_TEST(cn)
 {
 	struct peer b1 = tls_peer("builder-1");
 	struct peer b2 = tls_peer("builder-2");
@@ -199,7 +199,7 @@ static struct peer pinned_peer(const char *cn, char fp, char issuer_fp, const ch
 
 /* Pins: the re-issued builder's new certificate is admitted, the stolen
  * old one of the same name is not; a name minted by another CA is not. */
-static void test_pins(void)
+UNIT_TEST(pins)
 {
 	struct peer now = pinned_peer("builder-1", 'a', 'c', "1003");
 	struct peer stolen = pinned_peer("builder-1", 'b', 'c', "1002");
@@ -257,7 +257,7 @@ static void test_pins(void)
 	}
 }
 
-static void test_grants(void)
+UNIT_TEST(grants)
 {
 	struct peer u = unix_peer(1000, 1000, (gid_t[]){ 3000 }, 1);
 	struct peer u2 = unix_peer(1001, 1001, NULL, 0);
@@ -318,7 +318,7 @@ static void test_grants(void)
 	CHECK_EQ("65 keys in one rule -> E2BIG", policy_add(&pol, list), -E2BIG);
 }
 
-static void test_malformed(void)
+UNIT_TEST(malformed)
 {
 	static const char *const bad[] = {
 		"", "uid", "uid:", "uid:-1", "uid:+1", "uid: 1", "uid:1 ", "uid:0x10",
@@ -358,7 +358,7 @@ static void test_malformed(void)
 	CHECK("the refused 257th does not", !policy_admits(&pol, &past));
 }
 
-static void test_default(void)
+UNIT_TEST(default)
 {
 	struct peer root = unix_peer(0, 0, NULL, 0);
 	struct peer self = unix_peer(geteuid(), getegid(), NULL, 0);
@@ -389,7 +389,7 @@ static void test_default(void)
 	CHECK("with only TLS rules, root is refused", !policy_admits(&pol, &root));
 }
 
-static void test_move(void)
+UNIT_TEST(move)
 {
 	struct policy fresh = { 0 };
 	struct peer u = unix_peer(1000, 1000, NULL, 0), v = unix_peer(1001, 1, NULL, 0);
@@ -406,7 +406,7 @@ static void test_move(void)
 /* The identity and description the daemon puts in its refusals:
  * "permission denied: key K is not granted to IDENTITY" and
  * "permission denied: IDENTITY is not named by the policy". */
-static void test_peers(void)
+UNIT_TEST(peers)
 {
 	_cleanup_(closep) int a = -1, b = -1;
 	int sv[2];
@@ -451,18 +451,4 @@ static void test_peers(void)
 		      strstr(p.desc, "\" addr=127.0.0.1:1") != NULL);
 }
 
-int main(void)
-{
-	test_uid();
-	test_gid();
-	test_names();
-	test_cn();
-	test_pins();
-	test_grants();
-	test_malformed();
-	test_default();
-	test_move();
-	test_peers();
-	policy_clear(&pol);
-	return unit_summary("test-policy");
-}
+UNIT_MAIN()

@@ -39,7 +39,7 @@ static int take_raw(const void *payload, size_t n, json_object **ret,
 	return proto_frame_take(buf, len, ret, ret_used);
 }
 
-static void test_roundtrip(void)
+UNIT_TEST(roundtrip)
 {
 	_cleanup_(json_object_putp) json_object *req = NULL, *got = NULL;
 	_cleanup_(freep) uint8_t *buf = NULL;
@@ -83,7 +83,7 @@ static void test_roundtrip(void)
 	      proto_frame_take(buf, len - 1, &o, &used) == 0 && !o);
 }
 
-static void test_back_to_back(void)
+UNIT_TEST(back_to_back)
 {
 	_cleanup_(json_object_putp) json_object *a = NULL, *b = NULL;
 	_cleanup_(json_object_putp) json_object *ga = NULL, *gb = NULL;
@@ -115,7 +115,7 @@ static void test_back_to_back(void)
 		      proto_frame_take(both + off, 0, &none, &used) == 0 && !none);
 }
 
-static void test_sizes(void)
+UNIT_TEST(sizes)
 {
 	static const uint8_t zero[4] = { 0, 0, 0, 0 };
 	_cleanup_(freep) char *big = NULL;
@@ -179,7 +179,7 @@ static void test_sizes(void)
 	}
 }
 
-static void test_bad_payloads(void)
+UNIT_TEST(bad_payloads)
 {
 	static const struct {
 		const char *payload;
@@ -228,7 +228,7 @@ static void test_bad_payloads(void)
 	      got && proto_get_string(got, "a", 100, true, &s) == -EINVAL && !s);
 }
 
-static void test_get_string(void)
+UNIT_TEST(get_string)
 {
 	_cleanup_(json_object_putp) json_object *o = json_object_new_object();
 	const char *s = NULL;
@@ -259,7 +259,7 @@ static void test_get_string(void)
 		 proto_get_string(o, "null", 100, true, &s), -EINVAL);
 }
 
-static void test_get_uint_bool(void)
+UNIT_TEST(get_uint_bool)
 {
 	_cleanup_(json_object_putp) json_object *o = json_object_new_object();
 	uint64_t u = 0;
@@ -296,7 +296,7 @@ static int envelope_of(const char *json, uint64_t *ret_id)
 	return proto_check_envelope(o, ret_id);
 }
 
-static void test_envelope(void)
+UNIT_TEST(envelope)
 {
 	_cleanup_(json_object_putp) json_object *rep = NULL, *err = NULL;
 	_cleanup_(freep) char *longmsg = NULL;
@@ -341,14 +341,4 @@ static void test_envelope(void)
 		      e && strlen(e) == PROTO_MAX_ERROR);
 }
 
-int main(void)
-{
-	test_roundtrip();
-	test_back_to_back();
-	test_sizes();
-	test_bad_payloads();
-	test_get_string();
-	test_get_uint_bool();
-	test_envelope();
-	return unit_summary("test-proto");
-}
+UNIT_MAIN()

@@ -48,7 +48,7 @@ static void refused(const char *name, const char *text, int want, const char *wh
 		printf("#   got %d \"%s\", want %d \"%s\"\n", r, err ?: "(null)", want, why);
 }
 
-static void test_envelope(void)
+UNIT_TEST(envelope)
 {
 	CHECK_EQ("status request parses", parse("{\"v\":1,\"id\":3,\"op\":\"status\"}"), 0);
 	CHECK("status: op, id, no key", req.op == OP_STATUS && req.id == 3 && !req.key);
@@ -98,7 +98,7 @@ static void test_envelope(void)
 		"missing or bad \"op\"");
 }
 
-static void test_key(void)
+UNIT_TEST(key)
 {
 	char text[512], key[PROTO_MAX_NAME + 2];
 
@@ -119,7 +119,7 @@ static void test_key(void)
 	refused("sign: key as an array", SIGN_(",\"key\":[\"prod\"]"), -EINVAL, "bad \"key\"");
 }
 
-static void test_sign(void)
+UNIT_TEST(sign)
 {
 	CHECK_EQ("sign request parses", parse(SIGN), 0);
 	CHECK("sign: op, id, hash, module",
@@ -156,7 +156,7 @@ static void test_sign(void)
 	CHECK_EQ("a refused sign still carries the id", req.id, 7);
 }
 
-static void test_hash(void)
+UNIT_TEST(hash)
 {
 	static const struct {
 		const char *hash;
@@ -209,7 +209,7 @@ static void test_hash(void)
 		-EINVAL, "missing or bad \"hash\"");
 }
 
-static void test_digest(void)
+UNIT_TEST(digest)
 {
 	static const struct {
 		const char *name, *digest;
@@ -240,7 +240,7 @@ static void test_digest(void)
 		"\"module\":\"m.ko\"}", -EINVAL, "digest length does not match the hash");
 }
 
-static void test_module(void)
+UNIT_TEST(module)
 {
 	_cleanup_(freep) char *text = malloc(PROTO_MAX_MODULE + 256);
 	_cleanup_(freep) char *mod = malloc(PROTO_MAX_MODULE + 2);
@@ -276,7 +276,7 @@ static void test_module(void)
 }
 
 /* The replies, for a one-time key: the members docs/PROTOCOL.md names. */
-static void test_replies(void)
+UNIT_TEST(replies)
 {
 	static struct keystore ks;
 	struct certgen_params gen = { .organization = "", .common_name = "unit",
@@ -341,7 +341,7 @@ static void test_replies(void)
 /* Which backend claims a --key SOURCE: the first row of key_backends[]
  * that does, the file backend taking whatever is left; --check-config
  * asks the same rows, and makes no key and opens no token. */
-static void test_backends(void)
+UNIT_TEST(backends)
 {
 	static const struct {
 		const char *src;
@@ -381,7 +381,7 @@ static void test_backends(void)
 }
 
 /* The transparency log's request: the checkpoint, or a piece of a tile. */
-static void test_log(void)
+UNIT_TEST(log)
 {
 	CHECK("log without a path",
 	      parse("{\"v\":1,\"id\":3,\"op\":\"log\"}") == 0 && req.op == OP_LOG &&
@@ -398,17 +398,4 @@ static void test_log(void)
 		"bad \"offset\"");
 }
 
-int main(void)
-{
-	test_envelope();
-	test_log();
-	test_key();
-	test_sign();
-	test_hash();
-	test_digest();
-	test_module();
-	test_replies();
-	test_backends();
-	json_object_putp(&msg);
-	return unit_summary("test-request");
-}
+UNIT_MAIN()

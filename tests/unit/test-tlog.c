@@ -29,7 +29,7 @@ static const char *hex(const uint8_t *h)
 
 /* Certificate Transparency's reference leaves and the roots of their
  * first 1..8 (merkle_tree_test.cc, also in RFC 9162's test data). */
-static void test_rfc6962_vectors(void)
+UNIT_TEST(rfc6962_vectors)
 {
 	static const struct {
 		const char *data;
@@ -96,7 +96,7 @@ static int on_full(int level, uint64_t index, const uint8_t *hashes, void *userd
 
 /* The tiled tree against the plain MTH across tile and level boundaries
  * (255, 256, 257 leaves; 65535, 65536, 65537: a level-2 tile). */
-static void test_tiles_against_mth(void)
+UNIT_TEST(tiles_against_mth)
 {
 	static const uint64_t sizes[] = { 255, 256, 257, 511, 512, 1000, 65535, 65536, 65537, 66000 };
 	const uint64_t max = 66000;
@@ -151,7 +151,7 @@ static void test_tiles_against_mth(void)
 	CHECK("tlog loaded tree appends as the original", memcmp(a, b, TLOG_HASH_LEN) == 0);
 }
 
-static void test_paths(void)
+UNIT_TEST(paths)
 {
 	char p[TLOG_MAX_PATH];
 
@@ -182,7 +182,7 @@ static void test_paths(void)
 
 /* tlog_tile_path_parse() gives back what tlog_tile_path() was given, and
  * only for the one spelling it writes. */
-static void test_path_parse(void)
+UNIT_TEST(path_parse)
 {
 	static const struct {
 		int level;
@@ -213,7 +213,7 @@ static void test_path_parse(void)
 	CHECK_EQ("tlog path parse: outputs untouched on failure", level, 42);
 }
 
-static void test_checkpoint(void)
+UNIT_TEST(checkpoint)
 {
 	_cleanup_(freep) char *text = NULL, *origin = NULL, *o2 = NULL;
 	uint8_t root[TLOG_HASH_LEN], back[TLOG_HASH_LEN];
@@ -237,7 +237,7 @@ static void test_checkpoint(void)
 		 tlog_checkpoint_parse("o\n4\n", &o2, &size, back), -EBADMSG);
 }
 
-static void test_bundle(void)
+UNIT_TEST(bundle)
 {
 	static const uint8_t b[] = { 0, 2, 'h', 'i', 0, 0, 0, 1, 'x' };
 	const uint8_t *e;
@@ -253,7 +253,7 @@ static void test_bundle(void)
 
 /* The length prefix can say 65,535: past TLOG_MAX_ENTRY it is refused
  * (issue 27: the daemon's buffer holds 256 entries of that bound). */
-static void test_bundle_bound(void)
+UNIT_TEST(bundle_bound)
 {
 	static uint8_t b[2 + TLOG_MAX_ENTRY + 1];
 	const uint8_t *e;
@@ -271,7 +271,7 @@ static void test_bundle_bound(void)
 }
 
 /* golang.org/x/mod/sumdb/note's example_test.go. */
-static void test_note_go_vector(void)
+UNIT_TEST(note_go_vector)
 {
 	static const char vkey[] = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW";
 	static const char text[] = "If you think cryptography is the answer to your problem,\n"
@@ -301,7 +301,7 @@ static void test_note_go_vector(void)
 	note_verifier_done(&v);
 }
 
-static void test_note_other_key(void)
+UNIT_TEST(note_other_key)
 {
 	_cleanup_(freep) char *msg = NULL, *vk = NULL, *opened = NULL, *vk2 = NULL;
 	struct note_verifier v = { 0 }, v2 = { 0 };
@@ -327,7 +327,7 @@ static void test_note_other_key(void)
 /* Every proof of every leaf and every older size, in trees of 1..70
  * leaves (past 64: a tree that is not a power of two above one that is),
  * checked; and each with a tampered twin that must fail. */
-static void test_proofs(void)
+UNIT_TEST(proofs)
 {
 	enum { MAX = 70 };
 	uint8_t leaves[MAX][TLOG_HASH_LEN], proof[TLOG_PROOF_MAX][TLOG_HASH_LEN];
@@ -382,7 +382,7 @@ static void test_proofs(void)
 /* A UNIX client's entry is the bytes it always was; a TLS client's names
  * its certificate after "client"; a reader of either finds what it
  * matches (old logs stay verifiable, new ones verify with old readers). */
-static void test_entry_client_cert(void)
+UNIT_TEST(entry_client_cert)
 {
 	static const uint8_t digest[32], sig[3] = { 1, 2, 3 };
 	struct tlog_entry e = {
@@ -417,18 +417,4 @@ static void test_entry_client_cert(void)
 				       v.index == 7 && strcmp(v.hash, "sha256") == 0);
 }
 
-int main(void)
-{
-	test_entry_client_cert();
-	test_proofs();
-	test_rfc6962_vectors();
-	test_tiles_against_mth();
-	test_paths();
-	test_path_parse();
-	test_checkpoint();
-	test_bundle();
-	test_bundle_bound();
-	test_note_go_vector();
-	test_note_other_key();
-	return unit_summary("tlog");
-}
+UNIT_MAIN()

@@ -33,6 +33,13 @@
 
 #define ORIGIN "example.org/test-translog"
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(struct translog *, translog_free);
+
+/* The fixture: a scratch directory (each case works in its own
+ * subdirectory of it) and a log key, made once. */
+static char scratch[] = "/tmp/test-translog.XXXXXX";
+static EVP_PKEY *log_key;
+
 static struct translog *log_open(const char *dir)
 {
 	EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
@@ -86,13 +93,34 @@ static unsigned long checkpoint_size(struct translog *t)
 	return nl ? strtoul(nl + 1, NULL, 10) : 0;
 }
 
+static const char *sub(const char *base, const char *name);
+
+/* A log of its own in @name, @n leaves committed: where the in-flight
+ * case starts (what the cases before it left, were they one). */
+static struct translog *log_at(const char *name, unsigned n)
+{
+	struct translog *t = log_open(sub(scratch, name));
+
+	if (!CHECK("translog opened", t))
+		return NULL;
+	if (n > 0 && (append(t, n) < 0 || translog_commit(t) < 0)) {
+		printf("# cannot commit %u leaves in %s\n", n, name);
+		translog_free(t);
+		return NULL;
+	}
+	return t;
+}
+
 /* 3 leaves published, 2 more in flight: the partial tiles of 5 are on
  * disk and refused until the commit ends; those of 3 stay served. */
-static void test_partial_in_flight(struct translog *t)
+UNIT_TEST(partial_in_flight)
 {
+	_cleanup_(translog_freep) struct translog *t = log_at("inflight-0", 0);
 	struct translog_commit *c = NULL;
 	uint64_t size;
 
+	if (!t)
+		return;
 	CHECK("translog 3 leaves committed", append(t, 3) == 0 && translog_commit(t) == 0);
 	CHECK_EQ("translog partial of the checkpoint served", rd(t, "tile/0/000.p/3", &size), 0);
 	CHECK_EQ("translog partial of the checkpoint: 3 hashes", size, 3 * 32);
@@ -114,10 +142,13 @@ static void test_partial_in_flight(struct translog *t)
 
 /* Past a full tile in flight (5 -> 260): tile 0 full, its bundle and
  * level 1's first hash are refused until the commit ends. */
-static void test_full_in_flight(struct translog *t)
+UNIT_TEST(full_in_flight)
 {
+	_cleanup_(translog_freep) struct translog *t = log_at("inflight-5", 5);
 	struct translog_commit *c = NULL;
 
+	if (!t)
+		return;
 	CHECK_EQ("translog commit to 260 begun", append(t, 255) == 0 ? translog_commit_begin(t, &c) : -1, 1);
 	CHECK_EQ("translog in flight: full tile 0 refused", rd(t, "tile/0/000", NULL), -ENOENT);
 	CHECK_EQ("translog in flight: full bundle 0 refused", rd(t, "tile/entries/000", NULL), -ENOENT);
@@ -135,10 +166,13 @@ static void test_full_in_flight(struct translog *t)
 }
 
 /* A commit whose sync fails: its tiles are cut, and were never served. */
-static void test_failed_in_flight(struct translog *t)
+UNIT_TEST(failed_in_flight)
 {
+	_cleanup_(translog_freep) struct translog *t = log_at("inflight-260", 260);
 	struct translog_commit *c = NULL;
 
+	if (!t)
+		return;
 	CHECK_EQ("translog commit to 262 begun", append(t, 2) == 0 ? translog_commit_begin(t, &c) : -1, 1);
 	CHECK_EQ("translog in flight: partial 0/1 of 6 refused", rd(t, "tile/0/001.p/6", NULL), -ENOENT);
 	CHECK_EQ("translog failed sync undone", c ? translog_commit_end(t, c, -EIO) : 0, -EIO);
@@ -279,7 +313,8 @@ static const char *sub(const char *base, const char *name)
 	static unsigned k;
 
 	k = (k + 1) % 4;
-	snprintf(buf[k], sizeof(buf[k]), "%s/%s", base, name);
+	if (snprintf(buf[k], sizeof(buf[k]), "%s/%s", base, name) >= (int)sizeof(buf[k]))
+		buf[k][0] = '\0'; /* never with the fixture's names */
 	return buf[k];
 }
 
@@ -315,6 +350,11 @@ static void test_planted_entries(const char *base, EVP_PKEY *key)
 	CHECK_EQ("translog twin: 68 entries", size, 68);
 }
 
+UNIT_TEST(planted_entries)
+{
+	test_planted_entries(scratch, log_key);
+}
+
 /* Row 52: a one-time key never continues a history it did not sign. */
 static void test_ephemeral(const char *base, EVP_PKEY *key)
 {
@@ -348,6 +388,11 @@ static void test_ephemeral(const char *base, EVP_PKEY *key)
 	EVP_PKEY_free(once);
 }
 
+UNIT_TEST(ephemeral)
+{
+	test_ephemeral(scratch, log_key);
+}
+
 /* Row 53: the directory is the daemon's own, and only it may write it. */
 static void test_private_dir(const char *base, EVP_PKEY *key)
 {
@@ -373,6 +418,11 @@ static void test_private_dir(const char *base, EVP_PKEY *key)
 	CHECK_EQ("translog refuses a symbolic link", open_with(sub(base, "priv-link"), key, false, &t, why, sizeof(why)), -ENOTDIR);
 	translog_free(t);
 	CHECK_EQ("translog twin: its own 0755 directory opens", open_append_commit(d, key, false, 1, &size), 0);
+}
+
+UNIT_TEST(private_dir)
+{
+	test_private_dir(scratch, log_key);
 }
 
 /* The file's bytes: a checkpoint saved and put back. */
@@ -472,6 +522,11 @@ static void test_rollback(const char *base, EVP_PKEY *key)
 	translog_free(t);
 }
 
+UNIT_TEST(rollback)
+{
+	test_rollback(scratch, log_key);
+}
+
 /* What a child ran within 5 s: its negative errno, or -ETIME if it hung
  * (killed by the alarm) in an open(2) of a FIFO. */
 static int within_5s(int (*fn)(void *), void *arg)
@@ -567,6 +622,11 @@ static void test_fifos(const char *base, EVP_PKEY *key)
 	CHECK_EQ("translog twin: 4", size, 4);
 }
 
+UNIT_TEST(fifos)
+{
+	test_fifos(scratch, log_key);
+}
+
 /* Row 70: the subdirectories too.  A tile directory that group or others
  * may write, or another user's, lets them swap the tiles the daemon loads
  * and serves; private_dir_open() looked at the top one only. */
@@ -606,6 +666,11 @@ static void test_private_subdirs(const char *base, EVP_PKEY *key)
 	translog_free(t);
 }
 
+UNIT_TEST(private_subdirs)
+{
+	test_private_subdirs(scratch, log_key);
+}
+
 /* A log of 2^63 entries (one partial tile, at level 7), under a checkpoint
  * the log key signed: sizes and tile indices at their top, no overflow
  * (ASan, UBSan); 257 appended across a tile boundary, read back. */
@@ -640,37 +705,24 @@ static void test_huge_size(const char *base, EVP_PKEY *key)
 	CHECK("translog huge: 2^63 + 258", size == (UINT64_C(1) << 63) + 258);
 }
 
-int main(void)
+UNIT_TEST(huge_size)
 {
-	char dir[] = "/tmp/test-translog.XXXXXX", cmd[64];
-	struct translog *t;
-	EVP_PKEY *key;
-	int rc;
-
-	if (!mkdtemp(dir))
-		return printf("FAIL test-translog: mkdtemp\n"), 1;
-	chmod(dir, 0755);
-	t = log_open(sub(dir, "inflight"));
-	if (CHECK("translog opened", t)) {
-		test_partial_in_flight(t);
-		test_full_in_flight(t);
-		test_failed_in_flight(t);
-	}
-	translog_free(t);
-	key = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
-	if (CHECK("translog log key made", key)) {
-		test_planted_entries(dir, key);
-		test_ephemeral(dir, key);
-		test_private_dir(dir, key);
-		test_rollback(dir, key);
-		test_fifos(dir, key);
-		test_private_subdirs(dir, key);
-		test_huge_size(dir, key);
-	}
-	EVP_PKEY_free(key);
-	rc = unit_summary("translog");
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	if (system(cmd) != 0)
-		printf("# cannot remove %s\n", dir);
-	return rc;
+	test_huge_size(scratch, log_key);
 }
+
+static bool fixture(void)
+{
+	if (!unit_mkdtemp(scratch))
+		return false;
+	chmod(scratch, 0755);
+	log_key = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+	return CHECK("translog log key made", log_key);
+}
+
+static void fixture_free(void)
+{
+	EVP_PKEY_free(log_key);
+	unit_rm_rf(scratch);
+}
+
+UNIT_MAIN(.setup = fixture, .teardown = fixture_free)

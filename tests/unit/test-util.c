@@ -20,7 +20,7 @@
 #include "unit.h"
 #include "util.h"
 
-static void test_hex(void)
+UNIT_TEST(hex)
 {
 	static const uint8_t bin[] = { 0x00, 0x01, 0x7f, 0x80, 0xab, 0xff };
 	_cleanup_(freep) char *s = NULL, *empty = NULL;
@@ -64,7 +64,7 @@ static const struct {
 	{ "foobar", "Zm9vYmFy" },
 };
 
-static void test_base64_vectors(void)
+UNIT_TEST(base64_vectors)
 {
 	char name[64];
 
@@ -85,7 +85,7 @@ static void test_base64_vectors(void)
 	}
 }
 
-static void test_base64_roundtrip(void)
+UNIT_TEST(base64_roundtrip)
 {
 	uint8_t bin[10];
 	char name[64];
@@ -111,7 +111,7 @@ static void test_base64_roundtrip(void)
 	}
 }
 
-static void test_base64_malformed(void)
+UNIT_TEST(base64_malformed)
 {
 	static const struct {
 		const char *in, *name;
@@ -139,7 +139,7 @@ static void test_base64_malformed(void)
 	}
 }
 
-static void test_parse_uint(void)
+UNIT_TEST(parse_uint)
 {
 	static const struct {
 		const char *s;
@@ -180,7 +180,7 @@ static void test_parse_uint(void)
 	CHECK_EQ("parse_uint NULL -> EINVAL", parse_uint(NULL, 10, &v), -EINVAL);
 }
 
-static void test_read_write_full(void)
+UNIT_TEST(read_write_full)
 {
 	char path[] = "/tmp/modsign-test-util-XXXXXX";
 	_cleanup_(closep) int fd = -1;
@@ -207,7 +207,7 @@ static void test_read_write_full(void)
 	CHECK_EQ("write_full bad fd -> EBADF", write_full(-1, in, 1), -EBADF);
 }
 
-static void test_erase(void)
+UNIT_TEST(erase)
 {
 	char *s = strdup("secret");
 
@@ -217,7 +217,7 @@ static void test_erase(void)
 	CHECK("erase_and_free accepts NULL", true);
 }
 
-static void test_utf8(void)
+UNIT_TEST(utf8)
 {
 	_cleanup_(freep) char *a = NULL, *b = NULL, *c = NULL;
 
@@ -245,7 +245,7 @@ static void test_utf8(void)
 
 /* text_escape_controls(): what a server or a file name may carry that a
  * terminal acts on is shown as \xHH; honest text in any script is kept. */
-static void test_escape_text(void)
+UNIT_TEST(escape_text)
 {
 	_cleanup_(freep) char *osc = NULL, *c1 = NULL, *raw = NULL, *line = NULL, *lines = NULL,
 			     *honest = NULL, *latin1 = NULL, *del = NULL;
@@ -278,7 +278,7 @@ static void test_escape_text(void)
 }
 
 /* text_quote_name(): a certificate's name as one field of a log line. */
-static void test_quote_name(void)
+UNIT_TEST(quote_name)
 {
 	char buf[64], tiny[6];
 
@@ -306,7 +306,7 @@ static void test_quote_name(void)
 
 /* json_escape_controls(): json-c leaves DEL, C1 and bytes that are not
  * UTF-8 as they are; after it the document holds none and is valid JSON. */
-static void test_escape_json(void)
+UNIT_TEST(escape_json)
 {
 	_cleanup_(freep) char *bad = NULL, *honest = NULL, *ws = NULL;
 	const char *doc = "{\"subject\":\"a\x7f\xc2\x9b" "2J\x9b\xff\\u001b\"}";
@@ -330,7 +330,7 @@ static uint64_t clock_ms(void)
 	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
 }
 
-static void test_now_ms(void)
+UNIT_TEST(now_ms)
 {
 	uint64_t before = clock_ms(), n = now_ms(), after = clock_ms(), later;
 
@@ -340,7 +340,7 @@ static void test_now_ms(void)
 	CHECK("now_ms counts the time slept", later >= n + 20);
 }
 
-static void test_split_host_port(void)
+UNIT_TEST(split_host_port)
 {
 	static const struct {
 		const char *in, *host, *port;
@@ -425,7 +425,7 @@ static void keyfile_refused(const char *name, const char *path, bool with_cert, 
 		printf("#   got %d \"%s\", want %d \"%s\"\n", r, why, want, want_why);
 }
 
-static void test_keyfile(void)
+UNIT_TEST(keyfile)
 {
 	char dir[] = "/tmp/modsign-test-keyfile-XXXXXX", path[7][64], why[512];
 	EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256"), *got = NULL;
@@ -537,7 +537,7 @@ static bool fifo_opened(int dfd, const char *dir, const char *name)
 /* regular_file_openat() and private_dir_open(): a FIFO or a link planted
  * where a file is expected is refused at once; a directory others can
  * write, or another user's, is refused; the legitimate twins open. */
-static void test_private_files(void)
+UNIT_TEST(private_files)
 {
 	char dir[] = "/tmp/modsign-test-private-XXXXXX", sub[64];
 	struct stat st;
@@ -605,7 +605,7 @@ static void test_private_files(void)
 /* owned_file_open() as the client opens its configuration (ssh's
  * StrictModes): readable by all is fine, writable by group or others or
  * another user's file is refused, a FIFO at once. */
-static void test_owned_file(void)
+UNIT_TEST(owned_file)
 {
 	char dir[] = "/tmp/modsign-test-owned-XXXXXX", file[64], fifo[64];
 	const mode_t no_write = S_IWGRP | S_IWOTH;
@@ -647,7 +647,7 @@ static void test_owned_file(void)
 /* private_dir_of(): the directory of a file path, its links resolved
  * (DynamicUser='s /var/log/modsignd -> private/modsignd), then checked as
  * private_dir_open() checks; the name is the path's last component. */
-static void test_private_dir_of(void)
+UNIT_TEST(private_dir_of)
 {
 	char dir[] = "/tmp/modsign-test-dirof-XXXXXX", path[128];
 	char *d = NULL;
@@ -691,24 +691,4 @@ static void test_private_dir_of(void)
 	(void)!system(path);
 }
 
-int main(void)
-{
-	test_hex();
-	test_base64_vectors();
-	test_base64_roundtrip();
-	test_base64_malformed();
-	test_parse_uint();
-	test_read_write_full();
-	test_erase();
-	test_utf8();
-	test_escape_text();
-	test_quote_name();
-	test_escape_json();
-	test_now_ms();
-	test_split_host_port();
-	test_private_files();
-	test_owned_file();
-	test_private_dir_of();
-	test_keyfile();
-	return unit_summary("test-util");
-}
+UNIT_MAIN()
