@@ -122,7 +122,7 @@ static int status_from(const char *json, struct rpc_status **ret, struct rpc_err
 	return r;
 }
 
-static void test_status_ok(void)
+UNIT_TEST(status_ok)
 {
 	struct rpc_status *s = NULL;
 	struct rpc_error err;
@@ -151,7 +151,7 @@ out:
 }
 
 /* An older daemon says nothing of health: no key's health, not refused. */
-static void test_status_no_health(void)
+UNIT_TEST(status_no_health)
 {
 	struct rpc_status *s = NULL;
 	struct rpc_error err;
@@ -165,7 +165,7 @@ static void test_status_no_health(void)
 	rpc_status_free(s);
 }
 
-static void test_status_refused(void)
+UNIT_TEST(status_refused)
 {
 	struct rpc_status *s = NULL;
 	struct rpc_error err;
@@ -183,7 +183,7 @@ static void test_status_refused(void)
 }
 
 /* Each reply wrong in one way, refused as malformed. */
-static void test_status_malformed(void)
+UNIT_TEST(status_malformed)
 {
 	static const struct {
 		const char *name, *json;
@@ -221,7 +221,7 @@ static void test_status_malformed(void)
 }
 
 /* A key name of PROTO_MAX_NAME bytes is one; a byte more is refused. */
-static void test_status_name_bound(void)
+UNIT_TEST(status_name_bound)
 {
 	char name[PROTO_MAX_NAME + 2], json[1024];
 	struct rpc_status *s = NULL;
@@ -241,7 +241,7 @@ static void test_status_name_bound(void)
 }
 
 /* The daemon hangs up: the connection's words, not a reply's. */
-static void test_status_hangup(void)
+UNIT_TEST(status_hangup)
 {
 	struct rpc_status *s = NULL;
 	struct rpc_error err;
@@ -300,7 +300,7 @@ static int cert_from(const char *json, const char *key, X509 **ret, struct rpc_e
 	return r;
 }
 
-static void test_cert(void)
+UNIT_TEST(cert)
 {
 	_cleanup_(X509_freep) X509 *x = make_cert();
 	_cleanup_(freep) uint8_t *der = NULL;
@@ -349,7 +349,7 @@ static void test_cert(void)
 }
 
 /* The pool's halves: the request alone, and a reply it matched by id. */
-static void test_cert_halves(void)
+UNIT_TEST(cert_halves)
 {
 	_cleanup_(json_object_putp) json_object *req = rpc_cert_request(42, "dist");
 	_cleanup_(json_object_putp) json_object *no_ok = json_tokener_parse("{\"v\":1,\"id\":42}");
@@ -366,7 +366,7 @@ static void test_cert_halves(void)
 
 /* ---- sign --------------------------------------------------------------- */
 
-static void test_sign_request(void)
+UNIT_TEST(sign_request)
 {
 	static const uint8_t digest[] = { 0xde, 0xad, 0xbe, 0xef };
 	struct rpc_sign_args a = { .key = "dist", .hash = "sha256", .digest = digest,
@@ -408,7 +408,7 @@ static int sign_from(const char *json, const char *expect, struct rpc_sign **ret
 #define SIG_OK "{\"v\":1,\"id\":3,\"ok\":true,\"key\":\"dist\",\"key_id\":\"ab12\"," \
 	       "\"cert_sha256\":\"00ff\",\"signature\":\"AQID\""
 
-static void test_sign_reply(void)
+UNIT_TEST(sign_reply)
 {
 	struct rpc_sign *s = NULL;
 	struct rpc_error err;
@@ -431,7 +431,7 @@ static void test_sign_reply(void)
 	s = NULL;
 }
 
-static void test_sign_reply_refused(void)
+UNIT_TEST(sign_reply_refused)
 {
 	struct rpc_sign *s = NULL;
 	struct rpc_error err;
@@ -453,7 +453,7 @@ static void test_sign_reply_refused(void)
 	CHECK("sign-reply-refused-nothing-returned", s == NULL);
 }
 
-static void test_sign_reply_malformed(void)
+UNIT_TEST(sign_reply_malformed)
 {
 	char long_fp[2 * DIGEST_MAX_LEN + 2], json[512];
 	static const struct {
@@ -487,7 +487,7 @@ static void test_sign_reply_malformed(void)
 }
 
 /* A signature past MODSIG_MAX_SIG is no module signature. */
-static void test_sign_reply_too_long(void)
+UNIT_TEST(sign_reply_too_long)
 {
 	_cleanup_(freep) uint8_t *big = calloc(1, MODSIG_MAX_SIG + 1);
 	_cleanup_(freep) char *b64 = NULL;
@@ -505,7 +505,7 @@ static void test_sign_reply_too_long(void)
 
 #define NOTE "modsign.example/log\\n3\\nq83vEjRWeJq80=\\n\\n\\u2014 modsign.example/log C6vw\\n"
 
-static void test_log(void)
+UNIT_TEST(log)
 {
 	struct peer p;
 	struct rpc_error err;
@@ -542,7 +542,7 @@ static void test_log(void)
 }
 
 /* A note of NOTE_MAX bytes is one; a byte more is refused. */
-static void test_log_bound(void)
+UNIT_TEST(log_bound)
 {
 	_cleanup_(freep) char *json = malloc(NOTE_MAX + 128);
 	struct rpc_error err;
@@ -566,7 +566,7 @@ static void test_log_bound(void)
 	}
 }
 
-static void test_log_tile(void)
+UNIT_TEST(log_tile)
 {
 	struct rpc_tile t = { 0 };
 	struct rpc_error err;
@@ -605,23 +605,4 @@ static void test_log_tile(void)
 	peer_close(&p);
 }
 
-int main(void)
-{
-	test_status_ok();
-	test_status_no_health();
-	test_status_refused();
-	test_status_malformed();
-	test_status_name_bound();
-	test_status_hangup();
-	test_cert();
-	test_cert_halves();
-	test_sign_request();
-	test_sign_reply();
-	test_sign_reply_refused();
-	test_sign_reply_malformed();
-	test_sign_reply_too_long();
-	test_log();
-	test_log_bound();
-	test_log_tile();
-	return unit_summary("test-rpc");
-}
+UNIT_MAIN()
