@@ -90,6 +90,8 @@ $(B)/tests/test-modfile: $(B)/obj/modsign-client/modfile.o
 $(B)/tests/test-paths: $(B)/obj/modsign-client/paths.o
 $(B)/tests/test-translog: $(B)/obj/modsignd/translog.o
 $(B)/tests/test-conn: $(B)/obj/modsign-client/conn.o $(B)/obj/modsign-client/conn-tls.o
+# batch.o against fake servers: the client's objects whole, as it runs.
+$(B)/tests/test-batch: $(filter-out $(B)/obj/modsign-client/main.o,$(CLIENT_OBJ))
 # request.o's reply builders describe keys: the keystore comes whole.
 $(B)/tests/test-request: $(filter-out $(B)/obj/modsignd/main.o,$(DAEMON_OBJ))
 
