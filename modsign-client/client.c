@@ -22,37 +22,19 @@
 #include "conf.h"
 #include "util.h"
 
-static void usage(FILE *f)
+void client_usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: modsign-client [--server ADDR]... COMMAND [ARGS]\n\n"
-		"Commands:\n"
-		"  status                       show the daemon and its keys\n"
-		"  cert [--key NAME] [--der]    print a key's certificate\n"
-		"  sign [--key NAME] [--cert CERT] [--hash sha256|sha384|sha512] [--keyid]\n"
-		"       [--detached DIR [--suffix .p7s|.sig]] [--recursive DIR] [--stdin] FILE...\n"
-		"                               sign modules in place (re-signs signed ones),\n"
-		"                               or into a signature tree DIR, modules untouched;\n"
-		"                               FILE '-' reads paths from stdin\n"
-		"  attach --from DIR --cert CERT [--suffix SUF] [--recursive DIR] [--stdin] FILE...\n"
-		"                               append signatures from a tree, each verified first\n"
-		"  verify [--cert CERT | --key NAME] FILE...\n"
-		"                               check signatures by the kernel's rules\n"
-		"  strip FILE...                remove signatures\n"
-		"  sign-file [-dpk] HASH KEY X509 MODULE [DEST]\n"
-		"  sign-file -s SIG HASH X509 MODULE [DEST]\n"
-		"  sign-file --batch [-dpk] HASH KEY X509 < MODULES\n"
-		"                               scripts/sign-file drop-in (KEY: modsign:NAME)\n\n"
-		"Global options (also $MODSIGN_SERVER, $MODSIGN_TLS_CA, $MODSIGN_TLS_CERT,\n"
-		"$MODSIGN_TLS_KEY, and the config file $MODSIGN_CONFIG, ~/.config/modsign/client.conf\n"
-		"or " CLIENT_SYSTEM_CONFIG "):\n"
-		"  --server ADDR    unix:PATH or tls:HOST:PORT (repeatable; default\n"
-		"                   " CONN_DEFAULT_SERVER "); a batch spreads over every\n"
-		"                   server that answers, and every address of a name\n"
-		"  --stall-timeout SECS  a batch moves the requests of a server silent\n"
-		"                   this long to the others (default 10; $MODSIGN_STALL_TIMEOUT)\n"
-		"  --tls-ca FILE    CA that signed the servers' certificates\n"
-		"  --tls-cert FILE  our client certificate; --tls-key FILE its key\n");
+	fputs("Global options (also $MODSIGN_SERVER, $MODSIGN_TLS_CA, $MODSIGN_TLS_CERT,\n"
+	      "$MODSIGN_TLS_KEY, and the config file $MODSIGN_CONFIG, ~/.config/modsign/client.conf\n"
+	      "or " CLIENT_SYSTEM_CONFIG "):\n"
+	      "  --server ADDR    unix:PATH or tls:HOST:PORT (repeatable; default\n"
+	      "                   " CONN_DEFAULT_SERVER "); a batch spreads over every\n"
+	      "                   server that answers, and every address of a name\n"
+	      "  --stall-timeout SECS  a batch moves the requests of a server silent\n"
+	      "                   this long to the others (default 10; $MODSIGN_STALL_TIMEOUT)\n"
+	      "  --tls-ca FILE    CA that signed the servers' certificates\n"
+	      "  --tls-cert FILE  our client certificate; --tls-key FILE its key\n",
+	      f);
 }
 
 /*
@@ -131,6 +113,15 @@ void warn_write(const char *path, int r, const char *why)
 		warn_msg("%s: changed while being signed", path);
 	else
 		warn_msg("%s: %s%s%s", path, why ?: "", why ? ": " : "", strerror(-r));
+}
+
+const struct digest *client_hash_arg(const char *name)
+{
+	const struct digest *md = digest_lookup(name);
+
+	if (!md)
+		warn_msg("hash '%s' not allowed: use sha256, sha384 or sha512", name);
+	return md;
 }
 
 int client_connect(const struct global *g, struct conn **ret)
@@ -409,10 +400,8 @@ static int parse_global(int argc, char **argv, struct global *g, int *ret_ind)
 	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
 		const char **slot;
 
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-			usage(stdout);
-			exit(0);
-		}
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			return CLIENT_HELP;
 		if (strcmp(argv[i], "--version") == 0) {
 			printf("modsign-client %s\n", MODSIGN_VERSION);
 			exit(0);
@@ -462,19 +451,17 @@ int client_parse(struct global *g, int argc, char **argv, const char **ret_cmd,
 	/* Installed as scripts/sign-file, behave as it. */
 	if (strcmp(basename(argv[0]), "sign-file") == 0) {
 		r = parse_global(1, argv, g, &ind);
-		if (r < 0)
+		if (r != 0)
 			return r;
 		*ret_cmd = "sign-file";
 		*ret_ind = 0;
 		return 0;
 	}
 	r = parse_global(argc, argv, g, &ind);
-	if (r < 0)
+	if (r != 0)
 		return r;
-	if (ind >= argc) {
-		usage(stderr);
-		return -EINVAL;
-	}
+	if (ind >= argc)
+		return CLIENT_NO_COMMAND;
 	*ret_cmd = argv[ind];
 	*ret_ind = ind;
 	return 0;

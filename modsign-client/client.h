@@ -11,8 +11,10 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "conn.h"
+#include "digest.h"
 #include "macro.h"
 
 /* Exit statuses: 0 success, 1 a file or request failed, 2 usage error. */
@@ -64,17 +66,27 @@ void warn_write(const char *path, int r, const char *why);
 
 /*
  * Read the global options before the command, then the environment and
- * the config file, into @g.  On success *@ret_cmd is the command's name
- * and *@ret_ind its index in @argv: invoked as "sign-file" (installed as
- * scripts/sign-file), the program is that command and takes no global
- * options.  --help and --version print and exit 0; a usage error is
- * printed and returns a negative errno.
+ * the config file, into @g.  On success (0) *@ret_cmd is the command's
+ * name and *@ret_ind its index in @argv: invoked as "sign-file" (installed
+ * as scripts/sign-file), the program is that command and takes no global
+ * options.  --version prints and exits 0.  The usage lists the commands,
+ * which this file does not know: CLIENT_HELP (--help) and
+ * CLIENT_NO_COMMAND leave it to the caller (commands_usage()), to stdout
+ * and stderr.  A usage error is printed and returns a negative errno.
  */
+#define CLIENT_HELP 1
+#define CLIENT_NO_COMMAND 2
 int client_parse(struct global *g, int argc, char **argv, const char **ret_cmd,
 		 int *ret_ind);
 
+/* The global options' part of the usage. */
+void client_usage(FILE *f);
+
 /* Free the values client_parse() kept from the config file. */
 void client_done(struct global *g);
+
+/* The digest a command's HASH or --hash names, or NULL (said why). */
+const struct digest *client_hash_arg(const char *name);
 
 /* Connect as the global options say (the first server, or address, that
  * answers, in list order), or print why not. */

@@ -24,7 +24,7 @@ int cmd_cert_fetch(struct conn *c, const char *key, X509 **ret)
 	return r;
 }
 
-int cmd_cert(const struct global *g, int argc, char **argv)
+static int do_cert(const struct global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "key", required_argument, NULL, 'k' },
@@ -65,3 +65,10 @@ int cmd_cert(const struct global *g, int argc, char **argv)
 	}
 	return 0;
 }
+
+const struct client_cmd cmd_cert = {
+	.name = "cert",
+	.fn = do_cert,
+	.usage = "cert [--key NAME] [--der]",
+	.help = "print a key's certificate",
+};

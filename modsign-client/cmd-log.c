@@ -620,7 +620,7 @@ static int cmd_log_verify(const struct global *g, int argc, char **argv)
 	return r < 0 ? 1 : 0;
 }
 
-int cmd_log(const struct global *g, int argc, char **argv)
+static int do_log(const struct global *g, int argc, char **argv)
 {
 	if (argc < 2) {
 		warn_msg("log: vkey, checkpoint or verify");
@@ -633,3 +633,12 @@ int cmd_log(const struct global *g, int argc, char **argv)
 	warn_msg("log: unknown subcommand '%s' (vkey, checkpoint, verify)", argv[1]);
 	return EXIT_USAGE;
 }
+
+const struct client_cmd cmd_log = {
+	.name = "log",
+	.fn = do_log,
+	.usage = "log vkey | checkpoint | verify [--dir DIR] [--vkey VKEY | --vkey-file FILE]\n"
+		 "    [--checkpoint FILE] [--old FILE] [--proofs OUT] [MODULE...]",
+	.help = "the transparency log's verifier key or latest\n"
+		"checkpoint, or an audit of it (--dir: offline)",
+};

@@ -158,7 +158,7 @@ static int status_json(const struct global *g)
 	return up > 0 ? 0 : 1;
 }
 
-int cmd_status(const struct global *g, int argc, char **argv)
+static int do_status(const struct global *g, int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "--json") == 0)
 		return status_json(g);
@@ -168,3 +168,10 @@ int cmd_status(const struct global *g, int argc, char **argv)
 	}
 	return status_text(g);
 }
+
+const struct client_cmd cmd_status = {
+	.name = "status",
+	.fn = do_status,
+	.usage = "status",
+	.help = "show the daemon and its keys",
+};

@@ -27,7 +27,7 @@ static int strip_one(const char *path)
 	return r;
 }
 
-int cmd_strip(const struct global *g _unused_, int argc, char **argv)
+static int do_strip(const struct global *g _unused_, int argc, char **argv)
 {
 	int failed = 0;
 
@@ -39,3 +39,10 @@ int cmd_strip(const struct global *g _unused_, int argc, char **argv)
 		failed += strip_one(argv[i]) < 0;
 	return failed ? 1 : 0;
 }
+
+const struct client_cmd cmd_strip = {
+	.name = "strip",
+	.fn = do_strip,
+	.usage = "strip FILE...",
+	.help = "remove signatures",
+};

@@ -12,23 +12,7 @@
 #include "modfile.h"
 #include "pkcs7.h"
 #include "util.h"
-
-const char *verify_reason(int r)
-{
-	switch (r) {
-	case -EBADMSG:
-		return "malformed PKCS#7 signature";
-	case -EPROTO:
-		return "signature has signed attributes (the kernel rejects it)";
-	case -ENOPKG:
-		return "signature uses a hash the kernel build does not offer";
-	case -ENOKEY:
-		return "signed by a different key";
-	case -EKEYREJECTED:
-		return "BAD signature: module or signature modified";
-	}
-	return strerror(-r);
-}
+#include "verify.h"
 
 /* Check @path's signature against @cert: 0 and *@ret_hash, or -errno
  * and *@ret_why (static text, NULL: verify_reason()). */
@@ -114,7 +98,7 @@ static int load_verify_cert(const struct global *g, const char *path,
 	return r < 0 ? r : cmd_cert_fetch(c, key, ret);
 }
 
-int cmd_verify(const struct global *g, int argc, char **argv)
+static int do_verify(const struct global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "cert", required_argument, NULL, 'c' },
@@ -150,3 +134,10 @@ int cmd_verify(const struct global *g, int argc, char **argv)
 		print_json(json, failed);
 	return failed ? 1 : 0;
 }
+
+const struct client_cmd cmd_verify = {
+	.name = "verify",
+	.fn = do_verify,
+	.usage = "verify [--cert CERT | --key NAME] FILE...",
+	.help = "check signatures by the kernel's rules",
+};

@@ -8,6 +8,7 @@
  */
 #include <openssl/crypto.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -65,9 +66,12 @@ int main(int argc, char **argv)
 	const char *cmd;
 	int ind, r;
 
-	if (client_parse(&g, argc, argv, &cmd, &ind) < 0) {
+	r = client_parse(&g, argc, argv, &cmd, &ind);
+	if (r != 0) {
+		if (r > 0)
+			commands_usage(r == CLIENT_HELP ? stdout : stderr);
 		client_done(&g);
-		return EXIT_USAGE;
+		return r == CLIENT_HELP ? 0 : EXIT_USAGE;
 	}
 	init_openssl(&g);
 	raise_fd_limit();

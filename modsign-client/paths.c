@@ -127,7 +127,7 @@ static bool has_dotdot(const char *rel)
 
 /* Drop the empty and "." components of the relative path @s, in place:
  * one file of the tree has one spelling, which refuse_shared_sig_paths()
- * (cmd-sign.c) compares. */
+ * (batch.c) compares. */
 static void drop_dot_components(char *s)
 {
 	char *out = s;

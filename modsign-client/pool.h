@@ -7,7 +7,7 @@
  * answers (every `server` entry, every address of a tls: name), each
  * carrying its own window of requests.  pool_wait() says which connection
  * has a reply waiting or has stalled; the caller drops a connection that
- * failed and sends its requests again on the others (cmd-sign.c).
+ * failed and sends its requests again on the others (batch.c).
  */
 
 #include <stdbool.h>

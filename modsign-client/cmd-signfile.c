@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * sign-file, scripts/sign-file's drop-in, in all its forms:
+ *
+ *   sign-file [-dpk] HASH KEY X509 MODULE [DEST]   kbuild's one module per
+ *       call, signed by the daemon (batch_sign_one());
+ *   sign-file -s SIG HASH X509 MODULE [DEST]       a signature made before,
+ *       attached once it verifies (attach.h);
+ *   sign-file --batch [-dpk] HASH KEY X509         kbuild's
+ *       MODULE_SIGN_BATCH_CMD (kernel-patches/0004): called once, after
+ *       every module is installed and before any is compressed, with the
+ *       paths of all the modules on standard input, one per line, signed
+ *       as "sign" signs a batch (batch_sign_paths()).
+ *
+ * -d and -p mean what they mean to sign-file: each module's signature
+ * goes to MODULE.p7s too (-p) or only (-d).  The daemon's key must be the
+ * certificate X509 that kbuild embeds.  In a batch that is checked on
+ * every server of the pool as it opens (pool.c), before the first module:
+ * a server whose key is another is left out, and when none holds it,
+ * that is one line and no module reaches a daemon, where one line per
+ * module and a signature issued for each would otherwise be.  Every
+ * signature returned is still verified with the certificate before it is
+ * written (batch.c).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attach.h"
+#include "batch.h"
+#include "client.h"
+#include "commands.h"
+#include "paths.h"
+#include "util.h"
+
+/* sign-file's KEY argument: "modsign:NAME" names a daemon key; a path or
+ * pkcs11: URI of the unpatched kbuild means the default key. */
+static const char *key_arg(const char *arg)
+{
+	return strncmp(arg, "modsign:", 8) == 0 && arg[8] ? arg + 8 : NULL;
+}
+
+/*
+ * sign-file's options: -p also writes MODULE.p7s, -d writes only that,
+ * -k names the signer by subjectKeyIdentifier, -s attaches a signature
+ * made before (*@ret_raw; then -d and -p mean nothing and are refused,
+ * as -s is with --batch, @raw_ok false).  Returns the index of the first
+ * argument, or -EINVAL (said why).
+ */
+static int sign_file_opts(int argc, char **argv, bool raw_ok, struct batch_opts *o,
+			  bool *ret_raw)
+{
+	int c;
+
+	*ret_raw = false;
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt(argc, argv, "+sdpk")) != -1) {
+		if (c == 'k')
+			o->use_keyid = true;
+		else if (c == 'p')
+			o->save_sig = true;
+		else if (c == 'd')
+			o->save_sig = o->sign_only = true;
+		else if (c == 's' && raw_ok)
+			*ret_raw = true;
+		else if (c == 's') {
+			warn_msg("sign-file --batch: '-s' attaches one signature; "
+				 "for many, use 'attach --from DIR'");
+			return -EINVAL;
+		} else {
+			warn_msg("sign-file: option '-%c' is not supported", optopt);
+			return -EINVAL;
+		}
+	}
+	if (*ret_raw && o->save_sig) {
+		warn_msg("sign-file: '-s' attaches a signature, '-%c' would make one: use one of them",
+			 o->sign_only ? 'd' : 'p');
+		return -EINVAL;
+	}
+	return optind;
+}
+
+/* sign-file -s SIG HASH X509 MODULE [DEST]: the signature in the file
+ * @sig appended to @module (at @dest; NULL: in place) once it verifies
+ * over it with the certificate in @x509 and is made with @hash. */
+static int sign_file_attach(const char *sig, const char *hash, const char *x509,
+			    const char *module, const char *dest)
+{
+	_cleanup_(freep) uint8_t *raw = NULL;
+	struct attach_pin pin = { .md = client_hash_arg(hash) };
+	size_t len;
+	int r;
+
+	if (!pin.md)
+		return EXIT_USAGE;
+	if (attach_pin_load(&pin, x509) < 0)
+		return 1;
+	r = attach_read_sig(AT_FDCWD, sig, sig, &raw, &len);
+	if (r >= 0)
+		r = attach_module(&pin, module, dest, raw, len);
+	X509_free(pin.cert);
+	return r < 0 ? 1 : 0;
+}
+
+/* sign-file's HASH KEY X509 into @o; the exit status if they are wrong. */
+static int sign_file_args(char **args, struct batch_opts *o)
+{
+	o->md = client_hash_arg(args[0]);
+	if (!o->md)
+		return EXIT_USAGE;
+	o->key = key_arg(args[1]);
+	return batch_pin_cert(o, args[2]) < 0 ? 1 : 0;
+}
+
+/* sign-file --batch [-dpk] HASH KEY X509, the modules on stdin: @argv[0]
+ * is "--batch". */
+static int sign_file_batch(const struct global *g, int argc, char **argv)
+{
+	struct batch_opts o = { .sigfd = -1 };
+	struct pathlist paths = { 0 };
+	bool raw;
+	int i, r;
+
+	r = pathlist_add_lines(&paths, stdin);
+	if (r < 0) {
+		warn_msg("standard input: %s", strerror(-r));
+		r = 1;
+	} else if (paths.n == 0) {
+		warn_msg("sign-file --batch: no modules on standard input");
+		r = EXIT_USAGE;
+	} else if ((i = sign_file_opts(argc, argv, false, &o, &raw)) < 0) {
+		r = EXIT_USAGE;
+	} else if (argc - i != 3) {
+		warn_msg("usage: sign-file --batch [-dpk] <hash> <key> <x509> < list of modules");
+		r = EXIT_USAGE;
+	} else if ((r = sign_file_args(argv + i, &o)) == 0) {
+		r = batch_sign_paths(g, &o, &paths); /* each server's key checked first */
+	}
+	batch_opts_done(&o);
+	pathlist_free(&paths);
+	return r;
+}
+
+static int do_sign_file(const struct global *g, int argc, char **argv)
+{
+	struct batch_opts o = { .sigfd = -1 };
+	const char *dest = NULL;
+	bool raw;
+	int i, r;
+
+	if (argc > 1 && strcmp(argv[1], "--batch") == 0)
+		return sign_file_batch(g, argc - 1, argv + 1);
+	i = sign_file_opts(argc, argv, true, &o, &raw);
+	if (i < 0)
+		return EXIT_USAGE;
+	if (argc - i < 4 || argc - i > 5) {
+		warn_msg("usage: sign-file [-dpk] <hash> <key> <x509> <module> [<dest>]");
+		warn_msg("usage: sign-file -s <raw sig> <hash> <x509> <module> [<dest>]");
+		return EXIT_USAGE;
+	}
+	if (argc - i == 5 && strcmp(argv[i + 3], argv[i + 4]) != 0)
+		dest = argv[i + 4];
+	if (raw)
+		return sign_file_attach(argv[i], argv[i + 1], argv[i + 2], argv[i + 3], dest);
+	r = sign_file_args(argv + i, &o);
+	if (r == 0)
+		r = batch_sign_one(g, &o, argv[i + 3], dest);
+	batch_opts_done(&o);
+	return r;
+}
+
+const struct client_cmd cmd_sign_file = {
+	.name = "sign-file",
+	.fn = do_sign_file,
+	.usage = "sign-file [-dpk] HASH KEY X509 MODULE [DEST]\n"
+		 "sign-file -s SIG HASH X509 MODULE [DEST]\n"
+		 "sign-file --batch [-dpk] HASH KEY X509 < MODULES",
+	.help = "scripts/sign-file drop-in (KEY: modsign:NAME)",
+};
