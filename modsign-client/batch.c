@@ -32,6 +32,7 @@
 #include "modfile.h"
 #include "pkcs7.h"
 #include "pool.h"
+#include "rpc.h"
 #include "protocol.h"
 #include "util.h"
 
@@ -73,28 +74,6 @@ struct item {
 	int prep_err;          /* modfile_prepare() failed: not written */
 	const char *prep_why;
 };
-
-static json_object *sign_request(uint64_t id, const struct batch_opts *o,
-				 const struct item *it, const uint8_t *digest,
-				 size_t len)
-{
-	_cleanup_(freep) char *hex = NULL;
-	json_object *req = proto_request_new(id, "sign");
-
-	if (!req || hex_encode(digest, len, &hex) < 0) {
-		json_object_put(req);
-		return NULL;
-	}
-	if (o->key)
-		json_object_object_add(req, "key", json_object_new_string(o->key));
-	json_object_object_add(req, "hash", json_object_new_string(digest_name(o->md)));
-	json_object_object_add(req, "digest", json_object_new_string(hex));
-	/* The name is for the audit record; the path says which build it is. */
-	json_object_object_add(req, "module", json_object_new_string(it->path));
-	if (o->use_keyid)
-		json_object_object_add(req, "keyid", json_object_new_boolean(1));
-	return req;
-}
 
 static void item_close(struct item *it)
 {
@@ -164,7 +143,14 @@ static int item_send(struct conn *c, size_t on, const struct batch_opts *o,
 
 	if (it->done || (it->digest_len == 0 && !item_hash(o, it)))
 		return 0;
-	req = sign_request(id, o, it, it->digest, it->digest_len);
+	/* The module's name is for the audit record; the path says which
+	 * build it is. */
+	req = rpc_sign_request(id, &(struct rpc_sign_args){ .key = o->key,
+							     .hash = digest_name(o->md),
+							     .digest = it->digest,
+							     .digest_len = it->digest_len,
+							     .module = it->path,
+							     .use_keyid = o->use_keyid });
 	if (!req)
 		return -ENOMEM;
 	r = conn_send(c, req);
@@ -177,16 +163,6 @@ static int item_send(struct conn *c, size_t on, const struct batch_opts *o,
 		it->prep_err = modfile_prepare(&it->m, it->dest, &it->prep_why);
 	it->prepared = true;
 	return 0;
-}
-
-static int check_signer(const struct batch_opts *o, json_object *reply)
-{
-	const char *fp = NULL;
-
-	if (!o->expect_cert)
-		return 0;
-	proto_get_string(reply, "cert_sha256", 2 * DIGEST_MAX_LEN, true, &fp);
-	return fp && strcmp(fp, o->expect_cert) == 0 ? 0 : -ENOKEY;
 }
 
 /*
@@ -202,28 +178,21 @@ static int check_signer(const struct batch_opts *o, json_object *reply)
 static int reply_signature(const struct batch_opts *o, const struct item *it,
 			   json_object *reply, uint8_t **ret_sig, size_t *ret_len)
 {
-	_cleanup_(freep) uint8_t *sig = NULL;
-	const char *b64 = NULL;
-	bool ok = false;
-	size_t len = 0;
+	_cleanup_(rpc_sign_freep) struct rpc_sign *s = NULL;
+	struct rpc_error err;
 	int r;
 
-	proto_get_bool(reply, "ok", &ok);
-	if (!ok)
-		return -EREMOTEIO;
-	if (check_signer(o, reply) < 0)
-		return -ENOKEY;
-	if (proto_get_string(reply, "signature", PROTO_MAX_FRAME, true, &b64) < 0 ||
-	    base64_decode(b64, &sig, &len) < 0 || len == 0 || len > MODSIG_MAX_SIG)
-		return -EBADMSG;
-	if (!o->cert)
-		return -ENOKEY; /* nothing to check it with: never written */
-	r = pkcs7_verify_digest(sig, len, o->cert, o->md, it->digest, it->digest_len,
-				o->use_keyid);
+	r = rpc_sign_reply(reply, o->expect_cert, &s, &err);
 	if (r < 0)
 		return r;
-	*ret_sig = TAKE_PTR(sig);
-	*ret_len = len;
+	if (!o->cert)
+		return -ENOKEY; /* nothing to check it with: never written */
+	r = pkcs7_verify_digest(s->signature, s->signature_len, o->cert, o->md, it->digest,
+				it->digest_len, o->use_keyid);
+	if (r < 0)
+		return r;
+	*ret_len = s->signature_len;
+	*ret_sig = TAKE_PTR(s->signature);
 	return 0;
 }
 

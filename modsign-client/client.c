@@ -20,6 +20,7 @@
 
 #include "client.h"
 #include "conf.h"
+#include "rpc.h"
 #include "util.h"
 
 void client_usage(FILE *f)
@@ -465,4 +466,16 @@ int client_parse(struct global *g, int argc, char **argv, const char **ret_cmd,
 	*ret_cmd = argv[ind];
 	*ret_ind = ind;
 	return 0;
+}
+
+int client_cert_fetch(struct conn *c, const char *key, X509 **ret)
+{
+	struct rpc_error err;
+	int r = rpc_cert(c, key, ret, &err);
+
+	if (r < 0 && err.malformed)
+		warn_msg("malformed certificate from modsignd");
+	else if (r < 0)
+		warn_msg("%s: %s", key ?: "default key", err.why);
+	return r;
 }

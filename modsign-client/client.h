@@ -104,4 +104,9 @@ int client_connect(const struct global *g, struct conn **ret);
 int client_connect_spread(const struct global *g, const char *spread, size_t *from,
 			  struct conn **ret);
 
+/* The certificate of @key (NULL: the default key) from the daemon on @c
+ * (rpc_cert()); says why not on stderr.  *@ret: X509_free(). */
+struct x509_st;
+int client_cert_fetch(struct conn *c, const char *key, struct x509_st **ret);
+
 #endif

@@ -12,18 +12,6 @@
 #include "rpc.h"
 #include "util.h"
 
-int cmd_cert_fetch(struct conn *c, const char *key, X509 **ret)
-{
-	struct rpc_error err;
-	int r = rpc_cert(c, key, ret, &err);
-
-	if (r < 0 && err.malformed)
-		warn_msg("malformed certificate from modsignd");
-	else if (r < 0)
-		warn_msg("%s: %s", key ?: "default key", err.why);
-	return r;
-}
-
 static int do_cert(const struct global *g, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -56,7 +44,7 @@ static int do_cert(const struct global *g, int argc, char **argv)
 		warn_msg("cert --der: binary not written to a terminal (redirect it to a file)");
 		return EXIT_USAGE;
 	}
-	if (client_connect(g, &c) < 0 || cmd_cert_fetch(c, key, &cert) < 0)
+	if (client_connect(g, &c) < 0 || client_cert_fetch(c, key, &cert) < 0)
 		return 1;
 	ok = der ? i2d_X509_fp(stdout, cert) : PEM_write_X509(stdout, cert);
 	if (!ok || fflush(stdout) != 0) {

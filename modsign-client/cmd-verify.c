@@ -95,7 +95,7 @@ static int load_verify_cert(const struct global *g, const char *path,
 		return r;
 	}
 	r = client_connect(g, &c);
-	return r < 0 ? r : cmd_cert_fetch(c, key, ret);
+	return r < 0 ? r : client_cert_fetch(c, key, ret);
 }
 
 static int do_verify(const struct global *g, int argc, char **argv)

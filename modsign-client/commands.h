@@ -39,9 +39,4 @@ int commands_run(const struct global *g, const char *name, int argc, char **argv
  * (client_usage()). */
 void commands_usage(FILE *f);
 
-/* cmd-cert.c: fetch the certificate of @key (NULL: default) from the
- * daemon; prints why not. */
-struct x509_st;
-int cmd_cert_fetch(struct conn *c, const char *key, struct x509_st **ret);
-
 #endif

@@ -8,7 +8,7 @@
  * but never finishes the handshake).  Then each is asked for the
  * certificate of the batch's key, and only those holding the key the
  * batch pins are used: every signature is verified with that certificate
- * (cmd-sign.c), and a server that fails the check at the start costs no
+ * (batch.c), and a server that fails the check at the start costs no
  * request.
  */
 #include <errno.h>

@@ -13,7 +13,7 @@
  * parameters are untouched on failure.
  *
  * A batch pipelines many requests on one connection and matches replies
- * by id itself (cmd-sign.c, pool.c), so the requests it pipelines have a
+ * by id itself (batch.c, pool.c), so the requests it pipelines have a
  * builder (rpc_*_request(): a new message, or NULL when out of memory)
  * and a parser of a reply already matched to it (rpc_*_reply()) besides
  * the call that does both.
@@ -113,7 +113,7 @@ json_object *rpc_sign_request(uint64_t id, const struct rpc_sign_args *a);
  * must name that certificate (-ENOKEY), checked before the signature is
  * read, so a server that signs with another key is named for that even
  * when what it returned is no signature at all.  The signature is only
- * decoded here, not verified: that is the caller's (cmd-sign.c), with the
+ * decoded here, not verified: that is the caller's (batch.c), with the
  * certificate it pinned.  *@ret: rpc_sign_free().
  */
 int rpc_sign_reply(json_object *reply, const char *expect_cert_sha256,
