@@ -552,7 +552,7 @@ static const struct rule all_ok[] = { { .module = NULL } };
 
 /* Two servers that sign: the batch is spread over both (its first window
  * in turn, one request each), every module signed and verified. */
-static void test_spread(void)
+UNIT_TEST(spread)
 {
 	const struct spec spec[] = { { .rules = all_ok }, { .rules = all_ok } };
 	struct scene sc;
@@ -569,7 +569,7 @@ static void test_spread(void)
 
 /* A server that hangs up mid-window (after m1, at m3): its outstanding
  * requests (m3, m5) go to the other, and every module is signed once. */
-static void test_close_mid_window(void)
+UNIT_TEST(close_mid_window)
 {
 	static const struct rule close_m3[] = { { "m3.ko", ACT_CLOSE }, { .module = NULL } };
 	const struct spec spec[] = { { .rules = close_m3 }, { .rules = all_ok } };
@@ -587,7 +587,7 @@ static void test_close_mid_window(void)
 
 /* A server that stops answering (at m3) is called stalled after the stall
  * timeout; its requests go to the other. */
-static void test_stall(void)
+UNIT_TEST(stall)
 {
 	static const struct rule silent_m3[] = { { "m3.ko", ACT_SILENT }, { .module = NULL } };
 	const struct spec spec[] = { { .rules = silent_m3 }, { .rules = all_ok } };
@@ -604,7 +604,7 @@ static void test_stall(void)
 
 /* A refusal by one server goes to a server that has not refused it: the
  * module is signed, and nothing is said. */
-static void test_refused_once(void)
+UNIT_TEST(refused_once)
 {
 	static const struct rule refuse_m1[] = { { "m1.ko", ACT_REFUSE }, { .module = NULL } };
 	const struct spec spec[] = { { .rules = refuse_m1 }, { .rules = all_ok } };
@@ -621,7 +621,7 @@ static void test_refused_once(void)
 
 /* Twin: refused by every server, the module fails with the refusal, said
  * once, and stays as it was; the others are signed. */
-static void test_refused_by_all(void)
+UNIT_TEST(refused_by_all)
 {
 	static const struct rule refuse_m1[] = { { "m1.ko", ACT_REFUSE }, { .module = NULL } };
 	const struct spec spec[] = { { .rules = refuse_m1 }, { .rules = refuse_m1 } };
@@ -640,7 +640,7 @@ static void test_refused_by_all(void)
 
 /* A server whose key went away is dropped at its first such reply (m3);
  * what it had (m3, m5) goes to the other. */
-static void test_key_down(void)
+UNIT_TEST(key_down)
 {
 	static const struct rule down_m3[] = { { "m3.ko", ACT_KEY_DOWN }, { .module = NULL } };
 	const struct spec spec[] = { { .rules = down_m3 }, { .rules = all_ok } };
@@ -659,7 +659,7 @@ static void test_key_down(void)
 /* A server that returns a signature over another digest is dropped (it
  * could be anyone's) and its whole window (m1, m3, m5) goes to the other:
  * nothing it returned is written. */
-static void test_bad_signature(void)
+UNIT_TEST(bad_signature)
 {
 	static const struct rule bad_m1[] = { { "m1.ko", ACT_BAD_SIG }, { .module = NULL } };
 	const struct spec spec[] = { { .rules = bad_m1 }, { .rules = all_ok } };
@@ -677,7 +677,7 @@ static void test_bad_signature(void)
 
 /* Twin: with no other server, that module is not signed (said, file
  * untouched); the rest are. */
-static void test_bad_signature_alone(void)
+UNIT_TEST(bad_signature_alone)
 {
 	static const struct rule bad_m1[] = { { "m1.ko", ACT_BAD_SIG }, { .module = NULL } };
 	const struct spec spec[] = { { .rules = bad_m1 } };
@@ -696,7 +696,7 @@ static void test_bad_signature_alone(void)
 
 /* Every server lost: no module is written, each is named once, and the
  * end of the pool is said. */
-static void test_no_server_left(void)
+UNIT_TEST(no_server_left)
 {
 	static const struct rule close_m1[] = { { "m1.ko", ACT_CLOSE }, { .module = NULL } };
 	static const struct rule close_m2[] = { { "m2.ko", ACT_CLOSE }, { .module = NULL } };
@@ -722,7 +722,7 @@ static void test_no_server_left(void)
 /* The pool walk: pinned to id_a's certificate, a server with another key
  * is left out before any module is sent, and the batch goes to the one
  * that holds it. */
-static void test_pin_leaves_out_other_key(void)
+UNIT_TEST(pin_leaves_out_other_key)
 {
 	const struct spec spec[] = { { .rules = all_ok }, { .rules = all_ok, .id = &id_b } };
 	struct scene sc;
@@ -742,7 +742,7 @@ static void test_pin_leaves_out_other_key(void)
 /* sign-file's one module per call: a server that refuses it (s0 refuses
  * every module) sends it to the next, whichever server its path picks
  * first; every module is signed. */
-static void test_one_fails_over(void)
+UNIT_TEST(one_fails_over)
 {
 	static const struct rule refuse_all[] = { { "*", ACT_REFUSE }, { .module = NULL } };
 	const struct spec spec[] = { { .rules = refuse_all }, { .rules = all_ok } };
@@ -759,7 +759,7 @@ static void test_one_fails_over(void)
 
 /* Twin: refused by both, the module fails after each server was asked
  * once, and stays as it was. */
-static void test_one_refused_by_all(void)
+UNIT_TEST(one_refused_by_all)
 {
 	static const struct rule refuse_all[] = { { "*", ACT_REFUSE }, { .module = NULL } };
 	const struct spec spec[] = { { .rules = refuse_all }, { .rules = refuse_all } };
@@ -774,35 +774,21 @@ static void test_one_refused_by_all(void)
 	scene_done(&sc);
 }
 
-int main(void)
+/* Made once, in the parent: the scratch directory and the two keys every
+ * case's servers sign with. */
+static bool fixture(void)
 {
 	signal(SIGPIPE, SIG_IGN);
-	if (!mkdtemp(top)) {
-		perror("mkdtemp");
-		return 1;
-	}
-	if (!CHECK("identities", ident_make(&id_a, "modsign-test-a") &&
-					 ident_make(&id_b, "modsign-test-b")))
-		return unit_summary("batch");
-	test_spread();
-	test_close_mid_window();
-	test_stall();
-	test_refused_once();
-	test_refused_by_all();
-	test_key_down();
-	test_bad_signature();
-	test_bad_signature_alone();
-	test_no_server_left();
-	test_pin_leaves_out_other_key();
-	test_one_fails_over();
-	test_one_refused_by_all();
+	return unit_mkdtemp(top) &&
+	       CHECK("identities", ident_make(&id_a, "modsign-test-a") &&
+					   ident_make(&id_b, "modsign-test-b"));
+}
+
+static void fixture_free(void)
+{
 	ident_free(&id_a);
 	ident_free(&id_b);
-	if (getenv("MODSIGN_TEST_KEEP") == NULL) {
-		char cmd[PATH_MAX + 16];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
-		(void)!system(cmd);
-	}
-	return unit_summary("batch");
+	unit_rm_rf(top);
 }
+
+UNIT_MAIN(.setup = fixture, .teardown = fixture_free)
