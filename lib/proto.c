@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "proto.h"
+#include "protocol.h"
 
 int proto_frame_take(const uint8_t *buf, size_t len, json_object **ret,
 		     size_t *ret_used)
@@ -118,8 +119,8 @@ static json_object *envelope(uint64_t id)
 
 	if (!o)
 		return NULL;
-	json_object_object_add(o, "v", json_object_new_int(PROTO_VERSION));
-	json_object_object_add(o, "id", json_object_new_uint64(id));
+	json_object_object_add(o, PROTO_F_VERSION, json_object_new_int(PROTO_VERSION));
+	json_object_object_add(o, PROTO_F_ID, json_object_new_uint64(id));
 	return o;
 }
 
@@ -128,7 +129,7 @@ json_object *proto_request_new(uint64_t id, const char *op)
 	json_object *o = envelope(id);
 
 	if (o)
-		json_object_object_add(o, "op", json_object_new_string(op));
+		json_object_object_add(o, PROTO_F_OP, json_object_new_string(op));
 	return o;
 }
 
@@ -137,7 +138,7 @@ json_object *proto_reply_new(uint64_t id)
 	json_object *o = envelope(id);
 
 	if (o)
-		json_object_object_add(o, "ok", json_object_new_boolean(1));
+		json_object_object_add(o, PROTO_F_OK, json_object_new_boolean(1));
 	return o;
 }
 
@@ -147,9 +148,9 @@ json_object *proto_error_new(uint64_t id, const char *msg)
 
 	if (!o)
 		return NULL;
-	json_object_object_add(o, "ok", json_object_new_boolean(0));
+	json_object_object_add(o, PROTO_F_OK, json_object_new_boolean(0));
 	json_object_object_add(
-		o, "error",
+		o, PROTO_F_ERROR,
 		json_object_new_string_len(msg, (int)strnlen(msg, PROTO_MAX_ERROR)));
 	return o;
 }
@@ -159,10 +160,10 @@ int proto_check_envelope(json_object *msg, uint64_t *ret_id)
 	uint64_t v;
 	int r;
 
-	r = proto_get_uint(msg, "v", &v);
+	r = proto_get_uint(msg, PROTO_F_VERSION, &v);
 	if (r < 0)
 		return r;
 	if (v != PROTO_VERSION)
 		return -EPROTONOSUPPORT;
-	return proto_get_uint(msg, "id", ret_id);
+	return proto_get_uint(msg, PROTO_F_ID, ret_id);
 }

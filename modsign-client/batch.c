@@ -530,7 +530,7 @@ static void batch_reply(struct batch *b, size_t i)
 	r = conn_recv(c, &reply);
 	if (r < 0)
 		return batch_lose(b, i, conn_strerror(c, r));
-	if (proto_get_uint(reply, "id", &id) < 0 || id == 0 || id > b->n ||
+	if (proto_get_uint(reply, PROTO_F_ID, &id) < 0 || id == 0 || id > b->n ||
 	    b->items[id - 1].on != i + 1) {
 		/* id 0: the daemon refused the connection or the frame */
 		conn_note_refusal(c, reply_error(reply));

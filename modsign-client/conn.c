@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "conn-internal.h"
+#include "protocol.h"
 #include "util.h"
 
 void conn_set_timeouts(int fd, unsigned ms)
@@ -349,7 +350,7 @@ const char *reply_error(json_object *reply)
 {
 	const char *e = NULL;
 
-	if (proto_get_string(reply, "error", PROTO_MAX_ERROR, true, &e) < 0 || !e)
+	if (proto_get_string(reply, PROTO_F_ERROR, PROTO_MAX_ERROR, true, &e) < 0 || !e)
 		return "request refused by modsignd";
 	return e;
 }
@@ -358,7 +359,7 @@ static bool reply_ok(json_object *reply)
 {
 	bool ok = false;
 
-	return proto_get_bool(reply, "ok", &ok) == 0 && ok;
+	return proto_get_bool(reply, PROTO_F_OK, &ok) == 0 && ok;
 }
 
 int conn_call(struct conn *c, json_object *req, json_object **ret,
