@@ -77,7 +77,7 @@ start_host() { # N
 	printf -v "PID_$1" %s "$MODSIGND_PID"
 }
 
-fresh() {
+fresh_run() { # a stripped copy of the modules of $W/list in $W/run
 	rm -rf "$W/run"
 	mkdir "$W/run"
 	(cd "$W/stripped" && xargs -a "$W/list" cp --parents -t "$W/run")
@@ -100,7 +100,7 @@ run_hosts() { # K: a batch over hosts 1..K; prints its seconds
 	local addrs=() t0 t1
 	for n in $(seq 1 "$1"); do addrs+=("198.18.0.$n"); done
 	farm_hosts_file builder "${addrs[@]}"
-	fresh
+	fresh_run
 	t0=$(now)
 	batch || die "$1 hosts: $(tail -n 3 "$W/client.err")"
 	t1=$(now)
@@ -112,7 +112,7 @@ run_hosts() { # K: a batch over hosts 1..K; prints its seconds
 run_killed() {
 	local t0 t1 before cpid rc=0
 	farm_hosts_file builder 198.18.0.1 198.18.0.2 198.18.0.3
-	fresh
+	fresh_run
 	before=$(oks)
 	t0=$(now)
 	batch &

@@ -111,8 +111,7 @@ make_hsm() {
 	[ -e "$SOFTHSM" ] || return 0
 	export SOFTHSM2_CONF=$W/softhsm2.conf
 	mkdir "$W/tokens"
-	printf 'directories.tokendir = %s\nobjectstore.backend = file\nlog.level = ERROR\n' \
-		"$W/tokens" >"$SOFTHSM2_CONF"
+	softhsm_conf "$W"
 	softhsm2-util --init-token --free --label bench --so-pin 0000 --pin 1234 >/dev/null || die softhsm
 	pkcs11-tool --module "$SOFTHSM" --token-label bench --login --pin 1234 \
 		--keypairgen --key-type rsa:4096 --label rsa --id 01 >/dev/null 2>&1 || die "token key"
@@ -150,7 +149,7 @@ start_bench_daemon() {
 
 # ---- one signing run -----------------------------------------------------------
 
-fresh() { # LIST: a stripped copy of the modules of LIST in $W/run
+fresh_run() { # LIST: a stripped copy of the modules of LIST in $W/run
 	rm -rf "$W/run"
 	mkdir "$W/run"
 	(cd "$W/stripped" && xargs -a "$1" cp --parents -t "$W/run")
@@ -174,7 +173,7 @@ per_module_ms() { calc %.2f "1000 * ($1) / $(getconf CLK_TCK) / $2"; }
 timed() {
 	local list=$1 cert=$2 what=$3 s e b0 b1 d0 d1
 	shift 3
-	fresh "$list"
+	fresh_run "$list"
 	b0=$(busy_jiffies); d0=$(daemon_jiffies)
 	s=$(now)
 	(cd "$W/run" && "$@") >"$W/cmd.log" 2>&1 || { tail -n 5 "$W/cmd.log" >&2; die "$what"; }
@@ -327,7 +326,7 @@ sweep() { # KEY
 	KEY=$1
 	local k s e i files pids rc
 	for k in 1 2 4 8 32; do
-		fresh "$W/sweep.list"
+		fresh_run "$W/sweep.list"
 		rm -f "$W"/share.*
 		split -n "r/$k" -d -a 2 "$W/sweep.list" "$W/share."
 		s=$(now)
