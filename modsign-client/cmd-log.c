@@ -173,26 +173,12 @@ static int failf(struct audit *a, const char *fmt, ...)
 static int fetch_tile(struct audit *a, const char *path, uint8_t *buf, size_t max,
 		      size_t *ret_len)
 {
-	uint64_t off = 0, size = 0;
+	struct rpc_error err;
+	int r = rpc_log_tile_read(a->conn, path, buf, max, ret_len, &err);
 
-	do {
-		struct rpc_tile t = { 0 };
-		struct rpc_error err;
-		int r = rpc_log_tile(a->conn, path, off, &t, &err);
-
-		if (r < 0)
-			return failf(a, "%s: %s", path, err.why); /* "malformed reply" too */
-		size = t.size;
-		if (size > max || t.len > size - off) {
-			free(t.data);
-			return -EFBIG;
-		}
-		memcpy(buf + off, t.data, t.len);
-		off += t.len;
-		free(t.data);
-	} while (off < size);
-	*ret_len = off;
-	return 0;
+	if (r < 0 && r != -EFBIG)
+		return failf(a, "%s: %s", path, err.why); /* "malformed reply" too */
+	return r;
 }
 
 /* Up to @max bytes of the tile @path, from the directory or the daemon:

@@ -148,4 +148,11 @@ struct rpc_tile {
 int rpc_log_tile(struct conn *c, const char *path, uint64_t offset, struct rpc_tile *ret,
 		 struct rpc_error *err);
 
+/* The whole tile @path into @buf, piece by piece (rpc_log_tile()), and
+ * its length in *@ret_len.  -EFBIG: the tile is larger than @max; a piece
+ * that names another size than the first did is malformed (-EBADMSG), so
+ * nothing a server says is written outside @buf. */
+int rpc_log_tile_read(struct conn *c, const char *path, uint8_t *buf, size_t max,
+		      size_t *ret_len, struct rpc_error *err);
+
 #endif

@@ -605,4 +605,33 @@ UNIT_TEST(log_tile)
 	peer_close(&p);
 }
 
+/* A whole tile from its pieces; a server whose later piece names a
+ * smaller size than the first (so that size - offset would wrap) or a
+ * larger one than the buffer is refused, and nothing lands past @max. */
+UNIT_TEST(log_tile_read)
+{
+	uint8_t buf[16 + 8];
+	struct rpc_error err;
+	struct peer p;
+	size_t got = 0;
+
+	memset(buf, 0xaa, sizeof(buf));
+	peer_open(&p);
+	peer_says(&p, "{\"v\":1,\"id\":1,\"ok\":true,\"size\":6,\"data\":\"AQID\"}");
+	peer_says(&p, "{\"v\":1,\"id\":2,\"ok\":true,\"size\":6,\"data\":\"BAUG\"}");
+	CHECK_EQ("log-tile-read-two-pieces", rpc_log_tile_read(p.c, "tile/0/000", buf, 16, &got, &err), 0);
+	CHECK("log-tile-read-assembled", got == 6 && memcmp(buf, "\1\2\3\4\5\6", 6) == 0);
+	memset(buf, 0xaa, sizeof(buf));
+	peer_says(&p, "{\"v\":1,\"id\":3,\"ok\":true,\"size\":16,\"data\":\"AQID\"}");
+	peer_says(&p, "{\"v\":1,\"id\":4,\"ok\":true,\"size\":0,"
+		      "\"data\":\"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\"}");
+	CHECK_EQ("log-tile-read-size-shrinks-refused",
+		 rpc_log_tile_read(p.c, "tile/0/000", buf, 16, &got, &err), -EBADMSG);
+	CHECK("log-tile-read-nothing-past-max", buf[16] == 0xaa && buf[23] == 0xaa);
+	peer_says(&p, "{\"v\":1,\"id\":5,\"ok\":true,\"size\":17,\"data\":\"AQID\"}");
+	CHECK_EQ("log-tile-read-too-large-refused",
+		 rpc_log_tile_read(p.c, "tile/0/000", buf, 16, &got, &err), -EFBIG);
+	peer_close(&p);
+}
+
 UNIT_MAIN()
