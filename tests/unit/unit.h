@@ -17,8 +17,9 @@
  *   FAIL <name>: <file>:<line>
  *
  * Diagnostics go on following lines starting with "#", which run.sh
- * ignores.  A case that dies (a signal, abort(), a sanitizer's exit
- * status), runs longer than UNIT_TIMEOUT_S, or checks nothing is reported
+ * ignores.  A case that dies (a signal, abort(), an exit before it
+ * returned: exit() in the code under test, a sanitizer's report), runs
+ * longer than UNIT_TIMEOUT_S, or checks nothing is reported
  * as "FAIL <case>: ..." and the cases after it still run.  The exit status
  * is non-zero if any check or case failed, or none passed.
  *
@@ -54,6 +55,10 @@
  * parent's summary counts the checks its children made. */
 struct unit_counts {
 	unsigned passed, failed;
+	/* Set by a case's process when its function has returned: an exit
+	 * before that (exit() in the code under test, a sanitizer's report
+	 * with its default exit status 1) is never taken for the case's own. */
+	bool returned;
 };
 
 static struct unit_counts unit_local_counts, *unit_counts = &unit_local_counts;
@@ -191,6 +196,7 @@ static inline void __attribute__((noreturn)) unit_child(const struct unit_test *
 	alarm(UNIT_TIMEOUT_S);
 	t->func();
 	fflush(stdout);
+	unit_counts->returned = true;
 	if (unit_counts->failed != failed)
 		exit(1);
 	exit(unit_counts->passed + unit_counts->failed == before ? 2 : 0);
@@ -200,9 +206,11 @@ static inline void __attribute__((noreturn)) unit_child(const struct unit_test *
  * explains is reported as that case's FAIL. */
 static inline void unit_run(const struct unit_test *t)
 {
+	unsigned failed = unit_counts->failed;
 	int status;
 	pid_t pid;
 
+	unit_counts->returned = false;
 	fflush(stdout);
 	fflush(stderr);
 	pid = fork();
@@ -218,13 +226,20 @@ static inline void unit_run(const struct unit_test *t)
 			status = -1;
 			break;
 		}
-	if (WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 1))
+	/* 0 and 1 are the case's word only from unit_child(), after the case
+	 * returned, and 1 only with a FAIL line out. */
+	if (WIFEXITED(status) && unit_counts->returned &&
+	    (WEXITSTATUS(status) == 0 ||
+	     (WEXITSTATUS(status) == 1 && unit_counts->failed != failed)))
 		return;
 	if (WIFSIGNALED(status))
 		printf("FAIL %s: killed by signal %d (%s)\n", t->name,
 		       WTERMSIG(status), strsignal(WTERMSIG(status)));
-	else if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
+	else if (WIFEXITED(status) && WEXITSTATUS(status) == 2 && unit_counts->returned)
 		printf("FAIL %s: no check ran\n", t->name);
+	else if (WIFEXITED(status) && !unit_counts->returned)
+		printf("FAIL %s: exited with status %d before its checks ended\n", t->name,
+		       WEXITSTATUS(status));
 	else
 		printf("FAIL %s: exited with status %d\n", t->name,
 		       WIFEXITED(status) ? WEXITSTATUS(status) : -1);
