@@ -36,14 +36,9 @@
 #include "protocol.h"
 #include "util.h"
 
-/* Requests in flight on each connection (PROTO_SIGN_WINDOW, what the
- * daemon takes, 1024): enough that the daemon's workers keep
- * signing while a group of signatures is being made durable (an
- * fdatasync, or a transparency log's tiles and checkpoint: 1-60 ms on a
- * shared disk) and the next group gathers.  At 32, then 128, the RSA-2048
- * batch with a log on disk ran at 44%, then 52-65%, of the rate without
- * one: the window filled during a commit and the workers ran dry; at 256
- * (two of the daemon's groups) 92-96%, at 1024 97-98% (docs/PERFORMANCE.md). */
+/* Requests in flight on each connection: the daemon's window, so its
+ * workers keep signing while a group commits (docs/PERFORMANCE.md, "Sign
+ * window and group commit"). */
 #define SIGN_WINDOW PROTO_SIGN_WINDOW
 /* Descriptors a module in flight holds: the module, its directory, the
  * directory of its detached signature. */
