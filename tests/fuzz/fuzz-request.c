@@ -13,7 +13,7 @@
 
 /* request.o also holds the reply builders, which use the keystore; they
  * are not fuzzed here, so the keystore is stubbed rather than linked. */
-const char *key_backend_name(enum key_backend b _unused_)
+const char *key_backend_name(const struct key *k _unused_)
 {
 	abort();
 }
