@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # build-kernel.sh: extract Debian's linux-source-6.1 under build/kernel/,
-# apply kernel-patches/ in the order of kernel-patches/series, configure a
+# apply kernel-patches/6.1/ in the order of its series file, configure a
 # tiny module-signing kernel and build it.
 #
 # The tree is extracted, patched and configured again only when an input
@@ -42,10 +42,10 @@ inputs_hash()
 		stat -c '%n %s %Y' "$tarball"
 		dpkg-query -W -f '${Package} ${Version}\n' linux-source-6.1 \
 			2>/dev/null || true
-		cat "$repo/kernel-patches/series"
+		cat "$repo/kernel-patches/6.1/series"
 		while read -r p; do
-			cat "$repo/kernel-patches/$p"
-		done < "$repo/kernel-patches/series"
+			cat "$repo/kernel-patches/6.1/$p"
+		done < "$repo/kernel-patches/6.1/series"
 		cat "$here/kconfig.fragment" "$here/build-kernel.sh"
 	} | sha256sum | cut -d' ' -f1
 }
@@ -68,8 +68,8 @@ prepare_tree()
 	while read -r p; do
 		[ -n "$p" ] || continue
 		log "applying $p"
-		patch -d "$ksrc" -p1 --quiet --forward < "$repo/kernel-patches/$p"
-	done < "$repo/kernel-patches/series"
+		patch -d "$ksrc" -p1 --quiet --forward < "$repo/kernel-patches/6.1/$p"
+	done < "$repo/kernel-patches/6.1/series"
 
 	log "configuring"
 	make -C "$ksrc" -s tinyconfig > "$top/config.log" 2>&1

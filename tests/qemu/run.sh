@@ -611,7 +611,7 @@ batch_unset_unchanged()
 	local cur=$ksrc/scripts/Makefile.modinst old=$B/Makefile.modinst-0003 how out bad=
 
 	awk '/^diff --git/ { on = ($3 == "a/scripts/Makefile.modinst") } on' \
-		"$repo"/kernel-patches/0004-*.patch > "$B/0004-modinst.diff" &&
+		"$repo"/kernel-patches/6.1/0004-*.patch > "$B/0004-modinst.diff" &&
 		patch -s -R -o "$old" "$cur" < "$B/0004-modinst.diff" ||
 		{ fail batch-unset-make-n-unchanged "cannot take 0004 out of $cur"; return; }
 	cp -p "$cur" "$B/Makefile.modinst-0004"

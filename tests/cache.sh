@@ -1,0 +1,86 @@
+# Test material that depends only on its inputs (kernel trees and builds,
+# Debian roots, guest images, real modules) is made once per machine and
+# kept outside the clone, so that a fresh clone on the same machine reuses
+# it.  Each thing lives in $MODSIGN_CACHE/NAME-KEY, KEY a hash of every
+# input; a changed input is a new KEY, hence a new build, and the old
+# directories of that NAME are removed once the new one is complete.
+# Functions only; sourcing this file starts nothing.
+#
+#   MODSIGN_CACHE   default /var/cache/modsign-tests (root: the tests run
+#                   as root), else ${XDG_CACHE_HOME:-~/.cache}/modsign-tests
+
+if [ -z "${MODSIGN_CACHE:-}" ]; then
+	if [ "$(id -u)" -eq 0 ]; then
+		MODSIGN_CACHE=/var/cache/modsign-tests
+	else
+		MODSIGN_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/modsign-tests
+	fi
+fi
+
+# cache_key: the 16 hex digits naming stdin (the inputs, concatenated).
+cache_key() { sha256sum | cut -c1-16; }
+
+# cache_dir NAME KEY: the directory for NAME built from KEY.
+cache_dir() { echo "$MODSIGN_CACHE/$1-$2"; }
+
+# cache_ready DIR: DIR was completed (cache_done) and may be used as is.
+cache_ready() { [ -f "$1/.complete" ]; }
+
+# cache_done NAME KEY: mark NAME-KEY complete and drop NAME's older keys.
+cache_done() {
+	local d
+	touch "$MODSIGN_CACHE/$1-$2/.complete"
+	for d in "$MODSIGN_CACHE/$1"-*; do
+		[ "$d" = "$MODSIGN_CACHE/$1-$2" ] && continue
+		[[ ${d#"$MODSIGN_CACHE/$1"-} =~ ^[0-9a-f]{16}$ ]] || continue
+		rm -rf "$d"
+	done
+}
+
+# cache_lock NAME: hold an exclusive lock on NAME for the rest of the
+# calling shell (fd 9), so that two suites building the same thing side by
+# side build it once.
+cache_lock() {
+	mkdir -p "$MODSIGN_CACHE"
+	exec 9>"$MODSIGN_CACHE/.$1.lock"
+	flock 9
+}
+
+# debian_mirrors [SUITE...]: "deb URI SUITE main" lines for the archive
+# apt already uses (its deb822 sources' first Debian URI), for SUITEs
+# (default: the suites those sources name).  For mmdebstrap and for a
+# private apt configuration; this machine's own sources are never changed.
+debian_mirrors() {
+	local uri
+	uri=$(awk '/^URIs:/ && $2 !~ /security/ { print $2; exit }' \
+		/etc/apt/sources.list.d/debian.sources)
+	if [ $# -eq 0 ]; then
+		awk '/^URIs:/ { u = $2 } /^Suites:/ { for (i = 2; i <= NF; i++) print "deb " u " " $i " main" }' \
+			/etc/apt/sources.list.d/debian.sources
+		return
+	fi
+	local s
+	for s in "$@"; do echo "deb $uri $s main"; done
+}
+
+# apt_suite_download DEST SUITE[,SUITE...] PACKAGE...: download PACKAGEs
+# (their candidate version in those suites) into DEST with a private apt
+# configuration kept in $MODSIGN_CACHE/apt-SUITES (lists refreshed daily).
+apt_suite_download() {
+	local dest=$1 suites=$2 dir opts
+	shift 2
+	dir=$MODSIGN_CACHE/apt-${suites//,/+}
+	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dest"
+	debian_mirrors ${suites//,/ } |
+		sed 's|^deb |deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] |' \
+			>"$dir/sources.list"
+	opts=(-o Dir::Etc::sourcelist="$dir/sources.list" -o Dir::Etc::sourceparts=-
+		-o Dir::State::Lists="$dir/lists" -o Dir::Cache="$dir/cache"
+		-o Dir::State::status=/dev/null -o APT::Get::List-Cleanup=0)
+	if [ -z "$(find "$dir/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null)" ]; then
+		apt-get "${opts[@]}" update -q >"$dir/update.log" 2>&1 ||
+			{ tail -n 5 "$dir/update.log" >&2; return 1; }
+	fi
+	(cd "$dest" && apt-get "${opts[@]}" download -q "$@" >/dev/null 2>"$dir/download.log") ||
+		{ tail -n 5 "$dir/download.log" >&2; return 1; }
+}
