@@ -183,7 +183,7 @@ clean:
 # make check runs both briefly (tests/integration/fuzz.bats, sanitizers.bats).
 # The targets link the objects they fuzz (modsignd/request.o, certgen.o),
 # built here with clang, libFuzzer and ASan+UBSan.
-FUZZ_CC      ?= clang-14
+FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_B       := build/fuzz
 FUZZ_NAMES   := proto-frame request modsig pkcs7-verify base64-hex certgen certfp tlog \

@@ -1,23 +1,36 @@
 #!/bin/bash
-# Install the Debian packages that building and testing modsign need.
-# Idempotent and quiet when everything is already there.
+# Install the Debian packages that building and testing modsign need, on
+# Debian 12 or 13 (the names below are the same on both: unversioned
+# clang, libclang-rt-dev).  Idempotent and quiet when everything is there.
+#   tests/install-deps.sh [GROUP...]   default: every group
+# The Debian 13 lane (tests/release/) installs "build test deb" in its root.
 set -euo pipefail
 
-pkgs=(
-	gcc make pkg-config libssl-dev libjson-c-dev openssl   # build
-	libsystemd-dev libp11-dev libp11-kit-dev p11-kit softhsm2 opensc  # daemon: journal, sd_notify, PKCS#11
-	systemd                                                # systemd-socket-activate, systemd-analyze
-	p11-kit-modules gnutls-bin                             # tests/integration/hsm.bats: p11-kit proxy, certtool
-	iproute2 socat                                         # tests/integration/farm.bats: namespaces, the HSM link
-	kmod xz-utils python3 util-linux man-db                # tests: modinfo, xz, runuser, man
-	linux-source                                           # reference sign-file
-	qemu-system-x86 busybox-static bc flex bison libelf-dev cpio dwarves  # tests/qemu
-	clang-14 libclang-rt-14-dev valgrind strace                  # fuzzers, sanitizers, security
-	bats bats-assert bats-support                          # tests/integration/*.bats
-	golang-go golang-golang-x-mod-dev                      # tests/tlog-go: the independent transparency log check
-	debhelper dpkg-dev lintian                             # make deb
-	mmdebstrap qemu-utils e2fsprogs                        # make vm-check (tests/vm)
+declare -A group=(
+	[build]="gcc make pkg-config libssl-dev libjson-c-dev openssl
+		libsystemd-dev libp11-dev libp11-kit-dev p11-kit"
+	# softhsm2/opensc/p11-kit-modules/gnutls-bin: PKCS#11 tokens, the
+	# p11-kit proxy, certtool; systemd: systemd-socket-activate;
+	# iproute2/socat: namespaces and the HSM link; linux-source: the
+	# reference sign-file; kmod/xz-utils/zstd: modinfo, compressed modules.
+	[test]="softhsm2 opensc p11-kit-modules gnutls-bin systemd iproute2 socat
+		kmod xz-utils zstd python3 util-linux man-db linux-source
+		bats bats-assert bats-support strace"
+	[fuzz]="clang libclang-rt-dev valgrind"
+	[qemu]="qemu-system-x86 busybox-static bc flex bison libelf-dev cpio dwarves"
+	[go]="golang-go golang-golang-x-mod-dev"   # tests/tlog-go
+	[deb]="debhelper dpkg-dev lintian"
+	[vm]="mmdebstrap qemu-utils e2fsprogs"     # tests/vm
 )
+groups=("$@")
+[ ${#groups[@]} -gt 0 ] || groups=(build test fuzz qemu go deb vm)
+
+pkgs=()
+for g in "${groups[@]}"; do
+	[ -n "${group[$g]:-}" ] || { echo "install-deps: no group '$g'" >&2; exit 2; }
+	read -r -a p <<<"$(echo ${group[$g]})"
+	pkgs+=("${p[@]}")
+done
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

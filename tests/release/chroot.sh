@@ -1,0 +1,43 @@
+#!/bin/bash
+# Run a command on this checkout inside a Debian root of another release
+# (tests/release/root.sh), in a private mount namespace: the cached root is
+# the lower layer of an overlay whose upper layer is thrown away after the
+# command, so every run starts from the same root and the cache is never
+# written; the checkout (its files, not build/) is copied to /src, the
+# cache outside the clone is bind-mounted at its own path, and the command
+# runs in /src as root.  Nothing is mounted outside the namespace.
+#   tests/release/chroot.sh RELEASE COMMAND...
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+. "$REPO/tests/cache.sh"
+
+release=$1
+shift
+root=$("$REPO/tests/release/root.sh" "$release")/root
+work=$(mktemp -d "${TMPDIR:-/tmp}/release-$release.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/upper" "$work/work" "$work/merged"
+
+# The checkout as git sees it (tracked and new files, not build/).
+(cd "$REPO" && git ls-files -coz --exclude-standard | grep -zv '^build/' |
+	tar --null -T - -cf "$work/src.tar")
+
+export MODSIGN_CACHE
+unshare -m --propagation private bash -euc '
+	root=$1 work=$2
+	shift 2
+	m=$work/merged
+	mount -t overlay overlay -o "lowerdir=$root,upperdir=$work/upper,workdir=$work/work" "$m"
+	mount -t proc proc "$m/proc"
+	mount --rbind /dev "$m/dev"
+	mount --rbind /sys "$m/sys"
+	mount -t tmpfs tmpfs "$m/tmp"
+	mount -t tmpfs tmpfs "$m/run"
+	cp /etc/resolv.conf "$m/etc/resolv.conf"
+	mkdir -p "$m/src" "$m$MODSIGN_CACHE"
+	mount --bind "$MODSIGN_CACHE" "$m$MODSIGN_CACHE"
+	tar -C "$m/src" -xf "$work/src.tar"
+	exec chroot "$m" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+		HOME=/root TERM=dumb LANG=C.UTF-8 MODSIGN_CACHE="$MODSIGN_CACHE" \
+		CI="${CI:-}" bash -c "cd /src && exec \"\$@\"" sh "$@"
+' sh "$root" "$work" "$@"

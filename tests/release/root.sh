@@ -1,0 +1,42 @@
+#!/bin/bash
+# Make (once per machine) a Debian root of another release to build and
+# test modsign in, the way sbuild does: mmdebstrap from the archive apt
+# already uses, with what tests/install-deps.sh installs for the groups
+# below.  Kept in the cache outside the clone (tests/cache.sh), keyed by
+# the release, this script, install-deps.sh and the mirror; prints its
+# directory.  Never touches this machine's apt sources.
+#   tests/release/root.sh RELEASE [GROUP...]   (default groups: build test deb)
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+. "$REPO/tests/cache.sh"
+
+release=$1
+shift
+groups=("${@:-build}")
+[ $# -gt 0 ] || groups=(build test deb)
+
+key=$({ echo "$release ${groups[*]}"; cat "$0" "$REPO/tests/install-deps.sh"
+	debian_mirrors "$release"; } | cache_key)
+dir=$(cache_dir "root-$release" "$key")
+cache_lock "root-$release"
+if cache_ready "$dir"; then
+	echo "$dir"
+	exit 0
+fi
+
+# An mmdebstrap that was killed can leave /proc and /sys mounted in root.
+{ findmnt -rno TARGET | grep "^$dir/" || true; } | sort -r | xargs -r umount -l
+rm -rf "$dir" && mkdir -p "$dir"
+mapfile -t srcs < <(debian_mirrors "$release")
+echo "release-root: mmdebstrap $release (${groups[*]}) ..." >&2
+start=$SECONDS
+mmdebstrap --variant=apt --mode=root \
+	--aptopt='APT::Install-Recommends "false"' \
+	--customize-hook='upload '"$REPO"'/tests/install-deps.sh /tmp/install-deps.sh' \
+	--customize-hook='chroot "$1" bash /tmp/install-deps.sh '"${groups[*]}" \
+	--customize-hook='rm -f "$1/tmp/install-deps.sh"' \
+	"$release" "$dir/root" "${srcs[@]}" >"$dir/mmdebstrap.log" 2>&1 ||
+	{ tail -n 20 "$dir/mmdebstrap.log" >&2; exit 1; }
+echo "release-root: $release made in $((SECONDS - start)) s" >&2
+cache_done "root-$release" "$key"
+echo "$dir"
