@@ -25,6 +25,7 @@
 #include "policy.h"
 #include "secure.h"
 #include "server.h"
+#include "signals.h"
 #include "tls.h"
 #include "translog.h"
 #include "util.h"
@@ -391,6 +392,10 @@ int main(int argc, char **argv)
 	int r;
 
 	log_setup();
+	/* First: a thread a library starts from here on inherits the mask. */
+	r = signals_block();
+	if (r < 0)
+		return log_error_errno(r, "cannot block signals: %m"), 1;
 	r = secure_process(&step, &locked);
 	if (r < 0 && step && strcmp(step, "mlockall") == 0)
 		return log_error_errno(r, "cannot lock memory against swap (mlockall: %m): "

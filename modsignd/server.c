@@ -22,6 +22,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "server-internal.h"
+#include "signals.h"
 #include "syncer.h"
 #include "tls.h"
 #include "translog.h"
@@ -291,10 +292,9 @@ static int setup_signals(struct server *s)
 {
 	sigset_t mask;
 
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigaddset(&mask, SIGHUP);
+	/* Already blocked by main() (signals.h); again here, for a server
+	 * made by a test or a fuzzer that has no such main(). */
+	signals_mask(&mask);
 	if (pthread_sigmask(SIG_BLOCK, &mask, NULL) != 0)
 		return -EINVAL;
 	signal(SIGPIPE, SIG_IGN);
