@@ -29,11 +29,17 @@ lib_thread() {
 	grep -lx lib-thread /proc/"$1"/task/*/comm | head -n1 | cut -d/ -f5
 }
 
-# tgkill PID TID SIG: send SIG to the one thread TID of PID.
+# tgkill PID TID SIG [N]: send SIG to the one thread TID of PID, and to
+# the process (kill), N times (default: once, to the thread only).
 tgkill() {
-	python3 -c 'import ctypes, sys
+	python3 -c 'import ctypes, os, sys
 libc = ctypes.CDLL(None, use_errno=True)
-sys.exit(libc.syscall(234, int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])) != 0)' "$@"
+pid, tid, sig = (int(a) for a in sys.argv[1:4])
+n = int(sys.argv[4]) if len(sys.argv) > 4 else 0
+if libc.syscall(234, pid, tid, sig) != 0: sys.exit(1)
+for i in range(n):
+    os.kill(pid, sig)
+    if libc.syscall(234, pid, tid, sig) != 0: sys.exit(1)' "$@"
 }
 
 # sigbit SIG FIELD TID: whether SIG's bit is set in FIELD (SigBlk, SigCgt)
@@ -66,11 +72,7 @@ sigbit() {
 }
 
 @test "sighup-storm-to-process-keeps-daemon" {
-	local i
-	for i in $(seq 50); do
-		kill -HUP "$DAEMON_PID"
-		tgkill "$DAEMON_PID" "$LIB_TID" 1
-	done
+	tgkill "$DAEMON_PID" "$LIB_TID" 1 50
 	eventually 5 hups_since 0
 	! gone
 	fresh m.ko
