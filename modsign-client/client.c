@@ -121,7 +121,7 @@ const struct digest *client_hash_arg(const char *name)
 	const struct digest *md = digest_lookup(name);
 
 	if (!md)
-		warn_msg("hash '%s' not allowed: use sha256, sha384 or sha512", name);
+		warn_msg("hash '%s' not allowed: use one of " DIGEST_NAMES, name);
 	return md;
 }
 
