@@ -52,8 +52,14 @@ cache_lock() {
 # private apt configuration; this machine's own sources are never changed.
 debian_mirrors() {
 	local uri
-	uri=$(awk '/^URIs:/ && $2 !~ /security/ { print $2; exit }' \
-		/etc/apt/sources.list.d/debian.sources)
+	# A root made by mmdebstrap (tests/release/root.sh) has a one-line
+	# sources.list instead.
+	if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+		uri=$(awk '/^URIs:/ && $2 !~ /security/ { print $2; exit }' \
+			/etc/apt/sources.list.d/debian.sources)
+	else
+		uri=$(awk '$1 == "deb" && $2 !~ /security/ { print $2; exit }' /etc/apt/sources.list)
+	fi
 	if [ $# -eq 0 ]; then
 		awk '/^URIs:/ { u = $2 } /^Suites:/ { for (i = 2; i <= NF; i++) print "deb " u " " $i " main" }' \
 			/etc/apt/sources.list.d/debian.sources
@@ -63,14 +69,14 @@ debian_mirrors() {
 	for s in "$@"; do echo "deb $uri $s main"; done
 }
 
-# apt_suite_download DEST SUITE[,SUITE...] PACKAGE...: download PACKAGEs
-# (their candidate version in those suites) into DEST with a private apt
-# configuration kept in $MODSIGN_CACHE/apt-SUITES (lists refreshed daily).
-apt_suite_download() {
-	local dest=$1 suites=$2 dir opts
+# apt_suite SUITE[,SUITE...] apt-get|apt-cache ARGS...: the program run
+# with a private apt configuration for those suites, kept in
+# $MODSIGN_CACHE/apt-SUITES (lists refreshed daily); e.g. apt-cache show.
+apt_suite() {
+	local suites=$1 prog=$2 dir opts
 	shift 2
 	dir=$MODSIGN_CACHE/apt-${suites//,/+}
-	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dest"
+	mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial"
 	debian_mirrors ${suites//,/ } |
 		sed 's|^deb |deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] |' \
 			>"$dir/sources.list"
@@ -81,6 +87,16 @@ apt_suite_download() {
 		apt-get "${opts[@]}" update -q >"$dir/update.log" 2>&1 ||
 			{ tail -n 5 "$dir/update.log" >&2; return 1; }
 	fi
-	(cd "$dest" && apt-get "${opts[@]}" download -q "$@" >/dev/null 2>"$dir/download.log") ||
-		{ tail -n 5 "$dir/download.log" >&2; return 1; }
+	"$prog" "${opts[@]}" "$@"
+}
+
+# apt_suite_download DEST SUITE[,SUITE...] PACKAGE...: download PACKAGEs
+# (their candidate version in those suites) into DEST (apt_suite).
+apt_suite_download() {
+	local dest=$1 suites=$2 log
+	shift 2
+	log=$MODSIGN_CACHE/apt-${suites//,/+}/download.log
+	mkdir -p "$dest" "${log%/*}"
+	(cd "$dest" && apt_suite "$suites" apt-get download -q "$@" >/dev/null 2>"$log") ||
+		{ tail -n 5 "$log" >&2; return 1; }
 }

@@ -133,8 +133,10 @@ cert_text() {
 
 @test "cert-subject" {
 	cert_text
-	run grep -q "Subject: O = modsign tests, CN = one-time test key, emailAddress = t@example.org" cert.txt
-	assert_success
+	# OpenSSL 3.0 prints "O = modsign tests, CN = ...", 3.5 "O=modsign
+	# tests, CN=...": the fields, not the spacing, are the daemon's.
+	run sed -n 's/^ *Subject: //; T; s/ = /=/g; p' cert.txt
+	assert_output "O=modsign tests, CN=one-time test key, emailAddress=t@example.org"
 }
 
 @test "cert-der-is-file-key" {

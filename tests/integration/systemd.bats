@@ -143,7 +143,7 @@ notified_daemon() {
 	eventually 5 pings || true
 	n=$(grep -c WATCHDOG=1 notify.log || true)
 	gap=$(awk '/WATCHDOG=1/ { if (n++) { g = $1 - t; if (g > max) max = g } t = $1 } END { printf "%.3f", max + 0 }' notify.log)
-	[ "$n" -ge 3 ] && [ "$(echo "$gap > 0 && $gap < 1.0" | bc)" -eq 1 ] ||
+	[ "$n" -ge 3 ] && awk -v g="$gap" 'BEGIN { exit !(g > 0 && g < 1.0) }' ||
 		{ echo "$n pings, longest gap $gap s"; cat notify.log; false; }
 }
 
