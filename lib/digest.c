@@ -11,8 +11,11 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_MD_CTX *, EVP_MD_CTX_free);
 
-/* One row per algorithm.  The hashing is OpenSSL's EVP: it goes through
- * the providers, so a FIPS configuration applies. */
+/* One row per algorithm, in the order of DIGEST_NAMES (test-digest checks
+ * they agree).  The hashing is OpenSSL's EVP: it goes through the
+ * providers, so a FIPS configuration applies.  The names are OpenSSL's
+ * long names, which are also the kernel's crypto API names: pkcs7.c looks
+ * a signature's digest OID up by them. */
 struct digest {
 	const char *name;
 	size_t size;
@@ -23,6 +26,9 @@ static const struct digest digests[] = {
 	{ "sha256", 32, EVP_sha256 },
 	{ "sha384", 48, EVP_sha384 },
 	{ "sha512", 64, EVP_sha512 },
+	{ "sha3-256", 32, EVP_sha3_256 },
+	{ "sha3-384", 48, EVP_sha3_384 },
+	{ "sha3-512", 64, EVP_sha3_512 },
 };
 
 const struct digest *digest_lookup(const char *name)

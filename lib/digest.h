@@ -6,14 +6,20 @@
 #include <stdint.h>
 
 /*
- * The hash algorithms modsign signs with.  The kernel also accepts sha1 and
- * sha224, but sha1 is broken for signatures and neither is offered by
- * CONFIG_MODULE_SIG_SHA*; md5 was never accepted.
+ * The hash algorithms modsign signs with: those CONFIG_MODULE_SIG_SHA*
+ * offers.  SHA-2 for every kernel; SHA-3 (CONFIG_MODULE_SIG_SHA3_*) for
+ * 6.7 and later, whose PKCS#7 parser knows the SHA-3 digest and
+ * ecdsa-with-SHA3 OIDs and whose pkcs1pad knows SHA-3's DigestInfo; an
+ * older kernel refuses such a module at load.  The kernel also accepts
+ * sha1 and sha224, but sha1 is broken for signatures and neither is
+ * offered by CONFIG_MODULE_SIG_SHA*; md5 was never accepted.
  *
  * The hashing is OpenSSL's EVP, through its providers (digest.c).
  */
-#define DIGEST_MAX_LEN 64 /* SHA-512 */
+#define DIGEST_MAX_LEN 64 /* SHA-512, SHA3-512 */
 #define DIGEST_DEFAULT "sha256"
+/* Every allowed name, for messages: the rows of digest.c's table. */
+#define DIGEST_NAMES "sha256, sha384, sha512, sha3-256, sha3-384, sha3-512"
 
 struct digest; /* one of the allowed algorithms; never freed */
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <openssl/cms.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/objects.h>
 #include <openssl/rsa.h>
 #include <string.h>
 
@@ -53,11 +55,37 @@ static int sign_raw(EVP_PKEY *key, enum pkcs7_sig sig_alg, const EVP_MD *md,
 	return 0;
 }
 
+/*
+ * OpenSSL 3.0 (Debian 12) knows the id-ecdsa-with-sha3-* OIDs but not
+ * which hash and key type they pair, so CMS_add1_signer() refuses an EC
+ * key with SHA-3 ("unsupported signature algorithm"), and so does
+ * sign-file built against it.  Tell it, once per process, where it does
+ * not know already (later OpenSSL does); OBJ_add_sigid() takes OpenSSL's
+ * own lock.  A failure shows as that refusal, -EINVAL, on SHA-3 only.
+ */
+static const struct {
+	int sig, md;
+} ecdsa_sha3[] = {
+	{ NID_ecdsa_with_SHA3_256, NID_sha3_256 },
+	{ NID_ecdsa_with_SHA3_384, NID_sha3_384 },
+	{ NID_ecdsa_with_SHA3_512, NID_sha3_512 },
+};
+
+static void add_ecdsa_sha3(void)
+{
+	for (size_t i = 0; i < ELEMENTSOF(ecdsa_sha3); i++)
+		if (!OBJ_find_sigid_by_algs(NULL, ecdsa_sha3[i].md, NID_X9_62_id_ecPublicKey))
+			OBJ_add_sigid(ecdsa_sha3[i].sig, ecdsa_sha3[i].md,
+				      NID_X9_62_id_ecPublicKey);
+	ERR_clear_error();
+}
+
 int pkcs7_sign_digest_as(X509 *cert, EVP_PKEY *key, enum pkcs7_sig sig_alg,
 			 const struct digest *d, const uint8_t *digest, size_t digest_len,
 			 bool use_keyid, uint8_t **ret_der, size_t *ret_len)
 {
 	const unsigned flags = CMS_NOCERTS | CMS_BINARY | CMS_DETACHED;
+	static CRYPTO_ONCE once = CRYPTO_ONCE_STATIC_INIT;
 	_cleanup_(CMS_ContentInfo_freep) CMS_ContentInfo *cms = NULL;
 	_cleanup_(freep) uint8_t *sig = NULL;
 	const EVP_MD *md = digest_evp(d);
@@ -68,6 +96,7 @@ int pkcs7_sign_digest_as(X509 *cert, EVP_PKEY *key, enum pkcs7_sig sig_alg,
 
 	if (!md || digest_size(d) != digest_len || (size_t)sig_alg >= ELEMENTSOF(sig_params))
 		return -EINVAL;
+	CRYPTO_THREAD_run_once(&once, add_ecdsa_sha3);
 
 	/*
 	 * Let OpenSSL lay out the SignedData exactly as sign-file's
@@ -159,24 +188,39 @@ static int verify_raw(X509 *cert, const EVP_MD *md, const uint8_t *digest,
 }
 
 /*
- * The signature algorithm the kernel's pkcs7_sig_note_pkey_algo() takes
- * for @cert's key: rsaEncryption for RSA (not sha256WithRSAEncryption,
- * which OpenSSL verifies and the kernel refuses, "Unsupported pkey
- * algo"), ecdsa-with-SHA* for EC.
+ * The signature algorithms the kernel's pkcs7_sig_note_pkey_algo() takes,
+ * per key type: rsaEncryption for RSA (not sha256WithRSAEncryption or
+ * RSA-SHA3-256, which OpenSSL verifies and the kernel refuses,
+ * "Unsupported pkey algo"), ecdsa-with-SHA* and, from 6.7 on,
+ * id-ecdsa-with-sha3-* (2.16.840.1.101.3.4.3.10-12, oid_registry.h's
+ * OID_id_ecdsa_with_sha3_*) for EC.  Which hash the signature was made
+ * with is the digest algorithm's business, checked apart.
  */
+static const struct {
+	const char *key_type;
+	int nid;
+} kernel_sig_algs[] = {
+	{ "RSA", NID_rsaEncryption },
+	{ "EC", NID_ecdsa_with_SHA1 },
+	{ "EC", NID_ecdsa_with_SHA224 },
+	{ "EC", NID_ecdsa_with_SHA256 },
+	{ "EC", NID_ecdsa_with_SHA384 },
+	{ "EC", NID_ecdsa_with_SHA512 },
+	{ "EC", NID_ecdsa_with_SHA3_256 },
+	{ "EC", NID_ecdsa_with_SHA3_384 },
+	{ "EC", NID_ecdsa_with_SHA3_512 },
+};
+
+/* Whether the kernel takes @alg as the signature algorithm of @cert's key. */
 static bool kernel_sig_alg(const X509_ALGOR *alg, X509 *cert)
 {
 	EVP_PKEY *pub = X509_get0_pubkey(cert);
 	int nid = OBJ_obj2nid(alg->algorithm);
 
-	if (!pub)
-		return false;
-	if (EVP_PKEY_is_a(pub, "RSA"))
-		return nid == NID_rsaEncryption;
-	if (EVP_PKEY_is_a(pub, "EC"))
-		return nid == NID_ecdsa_with_SHA1 || nid == NID_ecdsa_with_SHA224 ||
-		       nid == NID_ecdsa_with_SHA256 || nid == NID_ecdsa_with_SHA384 ||
-		       nid == NID_ecdsa_with_SHA512;
+	for (size_t i = 0; pub && i < ELEMENTSOF(kernel_sig_algs); i++)
+		if (nid == kernel_sig_algs[i].nid &&
+		    EVP_PKEY_is_a(pub, kernel_sig_algs[i].key_type))
+			return true;
 	return false;
 }
 

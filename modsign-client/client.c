@@ -34,7 +34,9 @@ void client_usage(FILE *f)
 	      "  --stall-timeout SECS  a batch moves the requests of a server silent\n"
 	      "                   this long to the others (default 10; $MODSIGN_STALL_TIMEOUT)\n"
 	      "  --tls-ca FILE    CA that signed the servers' certificates\n"
-	      "  --tls-cert FILE  our client certificate; --tls-key FILE its key\n",
+	      "  --tls-cert FILE  our client certificate; --tls-key FILE its key\n"
+	      "\nHASH: " DIGEST_NAMES " (default " DIGEST_DEFAULT ";\n"
+	      "the sha3 ones for kernels 6.7 and later)\n",
 	      f);
 }
 
@@ -121,7 +123,7 @@ const struct digest *client_hash_arg(const char *name)
 	const struct digest *md = digest_lookup(name);
 
 	if (!md)
-		warn_msg("hash '%s' not allowed: use sha256, sha384 or sha512", name);
+		warn_msg("hash '%s' not allowed: use one of " DIGEST_NAMES, name);
 	return md;
 }
 

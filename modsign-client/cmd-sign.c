@@ -99,7 +99,7 @@ out:
 const struct client_cmd cmd_sign = {
 	.name = "sign",
 	.fn = do_sign,
-	.usage = "sign [--key NAME] [--cert CERT] [--hash sha256|sha384|sha512] [--keyid]\n"
+	.usage = "sign [--key NAME] [--cert CERT] [--hash HASH] [--keyid]\n"
 		 "     [--detached DIR [--suffix .p7s|.sig]] [--recursive DIR] [--stdin] FILE...",
 	.help = "sign modules in place (re-signs signed ones),\n"
 		"or into a signature tree DIR, modules untouched;\n"

@@ -33,7 +33,7 @@ static int parse_sign(json_object *msg, struct request *req, const char **ret_er
 		return (*ret_err = "missing or bad \"" PROTO_F_HASH "\""), -EINVAL;
 	req->md = digest_lookup(hash);
 	if (!req->md)
-		return (*ret_err = "hash algorithm not allowed (sha256, sha384, sha512)"),
+		return (*ret_err = "hash algorithm not allowed (" DIGEST_NAMES ")"),
 		       -EINVAL;
 	if (proto_get_string(msg, PROTO_F_DIGEST, 2 * DIGEST_MAX_LEN, true, &hex) < 0 ||
 	    hex_decode(hex, req->digest, sizeof(req->digest), &req->digest_len) < 0)

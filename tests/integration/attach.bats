@@ -87,6 +87,22 @@ ref_signed() { # MODULE: sign-file's signed copy, in ref/x.ko
 	cmp m.ko ref.ko
 }
 
+@test "sign-file-s-sha3-identical-other-hash-refused" {
+	ref -d sha3-384 rsa.pem rsa.pem.crt ref.ko
+	cp ref.ko theirs.ko
+	ref -s ref.ko.p7s sha3-384 rsa.pem.crt theirs.ko
+	cp m.ko m2.ko
+	sf -s ref.ko.p7s sha3-384 rsa.pem.crt m.ko
+	cmp theirs.ko m.ko
+	run "$C" verify --cert rsa.pem.crt m.ko
+	assert_output "m.ko: OK (sha3-384)"
+	# Twin: the same signature given as the SHA-2 of its length.
+	run sf -s ref.ko.p7s sha384 rsa.pem.crt m2.ko
+	assert_failure 1
+	assert_output --partial "signature is made with sha3-384, not sha384"
+	cmp m2.ko ref.ko
+}
+
 @test "sign-file-s-garbage-refused" {
 	head -c 300 /dev/urandom >junk.p7s
 	run sf -s junk.p7s sha256 rsa.pem.crt m.ko
@@ -252,6 +268,24 @@ ref_signed() { # MODULE: sign-file's signed copy, in ref/x.ko
 	"$C" attach --from sigs --cert rsa.pem.crt --recursive rebuilt
 	for m in $(ko_list pristine); do
 		ref_signed "$m"
+		cmp ref/x.ko "rebuilt/$m"
+	done
+	"$C" verify --cert rsa.pem.crt $(find rebuilt -name '*.ko')
+}
+
+@test "attach-from-tree-sha3-as-sign-file" {
+	"$C" sign --detached sigs --hash sha3-256 --recursive tree
+	cp -a pristine rebuilt
+	cp -a pristine twin
+	# Twin first: pinned to another hash, nothing is attached.
+	run "$C" attach --from sigs --cert rsa.pem.crt --hash sha256 --recursive twin
+	assert_failure 1
+	assert_output --partial "signature is made with sha3-256, not sha256"
+	diff -r pristine twin
+	"$C" attach --from sigs --cert rsa.pem.crt --hash sha3-256 --recursive rebuilt
+	for m in $(ko_list pristine); do
+		cp "pristine/$m" ref/x.ko
+		ref sha3-256 rsa.pem rsa.pem.crt ref/x.ko
 		cmp ref/x.ko "rebuilt/$m"
 	done
 	"$C" verify --cert rsa.pem.crt $(find rebuilt -name '*.ko')

@@ -71,6 +71,20 @@ sums() { (cd "$1" && sha256sum -- *.ko); }
 	assert_failure
 }
 
+@test "batch-same-bytes-as-sign-file-sha3-256" {
+	# As above with CONFIG_MODULE_SIG_SHA3_256's hash.  Twin: the
+	# SHA-256 signatures of the same modules differ from both.
+	stripped_copies 5 b
+	cp -r b s
+	cp -r b t
+	"$C" sign-file --batch sha3-256 "$F/key.pem" "$F/key.pem.crt" <b.list
+	for f in s/*.ko; do "$SF" sha3-256 "$F/key.pem" "$F/key.pem.crt" "$f"; done
+	assert_equal "$(sums b)" "$(sums s)"
+	for f in t/*.ko; do "$SF" sha256 "$F/key.pem" "$F/key.pem.crt" "$f"; done
+	run cmp t/1-*.ko b/1-*.ko
+	assert_failure
+}
+
 @test "batch-wrong-cert-refused" {
 	# The certificate kbuild embeds is not the daemon's key: refused once,
 	# before any module is sent, and every module is left as it was.

@@ -139,6 +139,19 @@ PY
 	NAMED=sha1 bad_input "$T/good.ko" "sha1" "$C" sign --hash sha1 "$T/good.ko"
 }
 
+@test "refuses-sha3-224" {
+	# SHA-3 is allowed as the kernel offers it (256, 384, 512); 224 is
+	# not, and the one line says which are.
+	NAMED=sha3-224 bad_input "$T/good.ko" "use one of sha256, sha384, sha512, sha3-256" \
+		"$C" sign --hash sha3-224 "$T/good.ko"
+}
+
+@test "sign-file-refuses-sha3-224" {
+	"$C" cert >"$T/cert.pem"
+	NAMED=sha3-224 bad_input "$T/good.ko" "not allowed" \
+		"$C" sign-file sha3-224 k "$T/cert.pem" "$T/good.ko"
+}
+
 @test "sign-file-refuses-sha1" {
 	"$C" cert >"$T/cert.pem"
 	NAMED=sha1 bad_input "$T/good.ko" "sha1" "$C" sign-file sha1 k "$T/cert.pem" "$T/good.ko"
@@ -247,7 +260,9 @@ REJECTS = [
     ({"op": "sign", "key": "nosuch", "hash": "sha256", "digest": "00" * 32, "module": "x"}, "unknown key"),
     ({"op": "launch"}, "unknown operation"),
     ({"op": "status", "v": 2}, "version"),
-    ({"op": "sign", "key": 5, "hash": "sha256", "digest": "00" * 32, "module": "x"}, "key")]
+    ({"op": "sign", "key": 5, "hash": "sha256", "digest": "00" * 32, "module": "x"}, "key"),
+    ({"op": "sign", "hash": "sha3-224", "digest": "00" * 28, "module": "x"}, "not allowed (sha256, sha384, sha512, sha3-256, sha3-384, sha3-512)"),
+    ({"op": "sign", "hash": "sha3-384", "digest": "00" * 32, "module": "x"}, "digest length")]
 
 if what == "garbage":  # not a frame we accept
     s = conn(); s.sendall(os.urandom(4096)); r = reply(s)
@@ -338,6 +353,8 @@ PY
 @test "daemon-rejects-unknown-operation-5" { run hostile reject 5; assert_success; }
 @test "daemon-rejects-version-6" { run hostile reject 6; assert_success; }
 @test "daemon-rejects-key-7" { run hostile reject 7; assert_success; }
+@test "daemon-rejects-sha3-224-8" { run hostile reject 8; assert_success; }
+@test "daemon-rejects-sha3-384-digest-length-9" { run hostile reject 9; assert_success; }
 
 @test "slow-client-does-not-block-others" {
 	run hostile slow

@@ -288,6 +288,26 @@ same_bytes() { # DIR DIR
 	assert_success
 }
 
+@test "sha3-token-rsa-equals-file-ec-verifies" {
+	# SHA-3 through the token: the RSA DigestInfo is made here, the
+	# token signs it raw, so the bytes are the file key's; ECDSA signs
+	# the bare digest.  Twin: one flipped bit fails verify.
+	main_daemon
+	modules imp file ec
+	"$C" sign --key imp --hash sha3-256 "$T"/imp/*.ko
+	"$C" sign --key file --hash sha3-256 "$T"/file/*.ko
+	run same_bytes imp file
+	assert_success
+	"$C" sign --key ec --hash sha3-384 "$T"/ec/*.ko
+	"$C" cert --key ec >"$T/ec.crt"
+	run "$C" verify --cert "$T/ec.crt" "$T"/ec/*.ko
+	assert_success
+	assert_equal "$(grep -c 'OK (sha3-384)' <<<"$output")" "$(ls "$T"/ec/*.ko | wc -l)"
+	flip_bit_at "$(first ec)" 100
+	run "$C" verify --cert "$T/ec.crt" "$(first ec)"
+	assert_failure
+}
+
 @test "rsa-other-token-key-differs" {
 	main_daemon
 	modules rsa file

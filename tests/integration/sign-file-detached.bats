@@ -35,6 +35,16 @@ teardown() { case_teardown; }
 	assert_failure
 }
 
+@test "sign-file-d-p7s-identical-sha3-256" {
+	ref -d sha3-256 rsa.pem rsa.pem.crt ref.ko
+	sf -d sha3-256 modsign:default rsa.pem.crt m.ko
+	cmp ref.ko.p7s m.ko.p7s
+	# Twin: the same module's SHA-256 signature is other bytes.
+	sf -d sha256 modsign:default rsa.pem.crt m.ko
+	run cmp -s ref.ko.p7s m.ko.p7s
+	assert_failure
+}
+
 @test "sign-file-d-leaves-module-alone" {
 	touch -d '2020-01-02 03:04:05.123456789' m.ko
 	before=$(stat -c '%s %y %i' m.ko)
@@ -63,6 +73,18 @@ teardown() { case_teardown; }
 	# Twin: the module really was signed (it differs from the unsigned).
 	"$C" strip ref.ko
 	run cmp -s ref.ko m.ko
+	assert_failure
+}
+
+@test "sign-file-p-identical-sha3-512" {
+	ref -p sha3-512 rsa.pem rsa.pem.crt ref.ko
+	sf -p sha3-512 modsign:default rsa.pem.crt m.ko
+	cmp ref.ko.p7s m.ko.p7s
+	cmp ref.ko m.ko
+	"$C" verify --cert rsa.pem.crt m.ko
+	# Twin: a bit of the signed module changed fails verify.
+	flip_bit_at m.ko 100
+	run "$C" verify --cert rsa.pem.crt m.ko
 	assert_failure
 }
 

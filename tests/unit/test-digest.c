@@ -60,7 +60,8 @@ static int write_tmp(const char *name, const void *p, size_t n, char *path)
  * digest_fd chunk size (16 KiB) and for empty input. */
 UNIT_TEST(digests)
 {
-	static const char *const names[] = { "sha256", "sha384", "sha512" };
+	static const char *const names[] = { "sha256",	 "sha384",   "sha512",
+					     "sha3-256", "sha3-384", "sha3-512" };
 	static const size_t lens[] = { 0, 1, 55, 64, 4096, 16384, 16385, 262145, 700001 };
 	enum { MAX = 700001 };
 	_cleanup_(freep) uint8_t *buf = malloc(MAX);
@@ -115,6 +116,26 @@ UNIT_TEST(digests)
 	}
 	CHECK("digest-refuses-sha1", !digest_lookup("sha1") && !digest_lookup("md5") &&
 					     !digest_lookup("SHA256") && !digest_lookup(NULL));
+	/* No CONFIG_MODULE_SIG_SHA3_224, and SHAKE is no fixed-length hash. */
+	CHECK("digest-refuses-sha3-224-shake", !digest_lookup("sha3-224") &&
+						       !digest_lookup("SHA3-256") &&
+						       !digest_lookup("shake256"));
+}
+
+/* DIGEST_NAMES, the list the refusals print, is the table: every name in
+ * it is allowed under that very name, in the table's order and count. */
+UNIT_TEST(names)
+{
+	static const char *const table[] = { "sha256",	 "sha384",   "sha512",
+					     "sha3-256", "sha3-384", "sha3-512" };
+	char list[] = DIGEST_NAMES, *save = NULL;
+	size_t n = 0;
+	bool ok = true;
+
+	for (char *t = strtok_r(list, ", ", &save); t; t = strtok_r(NULL, ", ", &save), n++)
+		ok &= n < ELEMENTSOF(table) && strcmp(t, table[n]) == 0 && digest_lookup(t) &&
+		      strcmp(digest_name(digest_lookup(t)), t) == 0;
+	CHECK("digest-names-are-the-table", ok && n == ELEMENTSOF(table));
 }
 
 static X509 *make_cert(EVP_PKEY **ret_key)

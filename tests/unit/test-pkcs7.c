@@ -23,6 +23,8 @@
 
 #define DATA_LEN 5000u
 
+DEFINE_TRIVIAL_CLEANUP_FUNC(CMS_ContentInfo *, CMS_ContentInfo_free)
+
 struct ident {
 	EVP_PKEY *key;
 	X509 *cert;
@@ -188,7 +190,8 @@ static int sign_buf(const struct ident *id, const struct digest *md,
 				 ret_len);
 }
 
-static const char *const mds[] = { "sha256", "sha384", "sha512" };
+static const char *const mds[] = { "sha256",   "sha384",   "sha512",
+				   "sha3-256", "sha3-384", "sha3-512" };
 
 UNIT_TEST(identity_rsa)
 {
@@ -243,12 +246,11 @@ UNIT_TEST(identity_rsa)
 
 UNIT_TEST(ecdsa)
 {
-	static const char *const ec_mds[] = { "sha256", "sha384", "sha512" };
 	char name[128];
 
-	for (size_t i = 0; i < ELEMENTSOF(ec_mds); i++)
+	for (size_t i = 0; i < ELEMENTSOF(mds); i++)
 		for (int keyid = 0; keyid <= 1; keyid++) {
-			const struct digest *md = digest_lookup(ec_mds[i]);
+			const struct digest *md = digest_lookup(mds[i]);
 			const char *tag = keyid ? "keyid" : "issuer+serial";
 			uint8_t *ours = NULL, *ref = NULL;
 			size_t ours_len = 0, ref_len = 0;
@@ -256,37 +258,136 @@ UNIT_TEST(ecdsa)
 
 			r = sign_buf(&ec, md, data, DATA_LEN, keyid, &ours, &ours_len);
 			snprintf(name, sizeof(name), "pkcs7 ecdsa %s %s sign returns 0",
-				 ec_mds[i], tag);
+				 mds[i], tag);
 			CHECK_EQ(name, r, 0);
-			snprintf(name, sizeof(name), "pkcs7 ecdsa %s %s verifies", ec_mds[i], tag);
+			snprintf(name, sizeof(name), "pkcs7 ecdsa %s %s verifies", mds[i], tag);
 			CHECK_EQ(name,
 				 ours ? pkcs7_verify_module(ours, ours_len, ec.cert, data_fd,
 							    DATA_LEN, NULL)
 				      : -ENOMEM,
 				 0);
 			snprintf(name, sizeof(name), "pkcs7 ecdsa %s %s OpenSSL CMS_verify",
-				 ec_mds[i], tag);
+				 mds[i], tag);
 			CHECK(name, ours && openssl_verifies(ours, ours_len, ec.cert, data,
 							     DATA_LEN));
 			snprintf(name, sizeof(name), "pkcs7 ecdsa %s %s flipped data -> EKEYREJECTED",
-				 ec_mds[i], tag);
+				 mds[i], tag);
 			CHECK_EQ(name,
 				 pkcs7_verify_module(ours, ours_len, ec.cert, bad_fd, DATA_LEN, NULL),
 				 -EKEYREJECTED);
 			snprintf(name, sizeof(name),
-				 "pkcs7 ecdsa %s %s flipped data fails CMS_verify", ec_mds[i], tag);
+				 "pkcs7 ecdsa %s %s flipped data fails CMS_verify", mds[i], tag);
 			CHECK(name, !openssl_verifies(ours, ours_len, ec.cert, bad_data, DATA_LEN));
 
 			/* sign-file's own ECDSA signature verifies with ours too. */
 			r = signfile(&ec, digest_evp(md), data, DATA_LEN, keyid ? SF_KEYID : 0, NULL,
 				     &ref, &ref_len);
 			snprintf(name, sizeof(name), "pkcs7 ecdsa %s %s sign-file output verifies",
-				 ec_mds[i], tag);
+				 mds[i], tag);
 			CHECK(name, r == 0 && pkcs7_verify_module(ref, ref_len, ec.cert, data_fd,
 								  DATA_LEN, NULL) == 0);
 			OPENSSL_free(ours);
 			free(ref);
 		}
+}
+
+/*
+ * The algorithm identifiers the kernel's PKCS#7 parser matches
+ * (include/linux/oid_registry.h of 6.12): the digest algorithm by its
+ * OID, sha3-256 2.16.840.1.101.3.4.2.8 ...; the signature algorithm
+ * rsaEncryption for RSA whatever the hash, id-ecdsa-with-sha3-256
+ * 2.16.840.1.101.3.4.3.10 ... for ECDSA.  Compared as dotted text, not
+ * OpenSSL NIDs, so an OpenSSL that named them differently would show.
+ */
+static bool signer_oids_are(const uint8_t *der, size_t len, const char *want_dig,
+			    const char *want_sig)
+{
+	const unsigned char *p = der;
+	_cleanup_(CMS_ContentInfo_freep) CMS_ContentInfo *cms =
+		d2i_CMS_ContentInfo(NULL, &p, (long)len);
+	X509_ALGOR *dig = NULL, *sig = NULL;
+	char d[64] = "", g[64] = "";
+
+	if (!cms || sk_CMS_SignerInfo_num(CMS_get0_SignerInfos(cms)) != 1)
+		return false;
+	CMS_SignerInfo_get0_algs(sk_CMS_SignerInfo_value(CMS_get0_SignerInfos(cms), 0), NULL,
+				 NULL, &dig, &sig);
+	OBJ_obj2txt(d, sizeof(d), dig->algorithm, 1);
+	OBJ_obj2txt(g, sizeof(g), sig->algorithm, 1);
+	if (strcmp(d, want_dig) != 0 || strcmp(g, want_sig) != 0)
+		printf("#   digest %s, signature %s\n", d, g);
+	return strcmp(d, want_dig) == 0 && strcmp(g, want_sig) == 0;
+}
+
+UNIT_TEST(sha3_oids)
+{
+	static const struct {
+		const char *hash, *digest_oid, *ecdsa_oid;
+	} rows[] = {
+		{ "sha3-256", "2.16.840.1.101.3.4.2.8", "2.16.840.1.101.3.4.3.10" },
+		{ "sha3-384", "2.16.840.1.101.3.4.2.9", "2.16.840.1.101.3.4.3.11" },
+		{ "sha3-512", "2.16.840.1.101.3.4.2.10", "2.16.840.1.101.3.4.3.12" },
+	};
+	char name[128];
+
+	for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+		const struct digest *md = digest_lookup(rows[i].hash);
+		uint8_t *der = NULL;
+		size_t len = 0;
+
+		snprintf(name, sizeof(name), "pkcs7 rsa %s oids: %s, rsaEncryption", rows[i].hash,
+			 rows[i].digest_oid);
+		CHECK(name, sign_buf(&rsa, md, data, DATA_LEN, false, &der, &len) == 0 &&
+				    signer_oids_are(der, len, rows[i].digest_oid,
+						    "1.2.840.113549.1.1.1"));
+		OPENSSL_free(der);
+		der = NULL;
+		snprintf(name, sizeof(name), "pkcs7 ecdsa %s oids: %s, %s", rows[i].hash,
+			 rows[i].digest_oid, rows[i].ecdsa_oid);
+		CHECK(name, sign_buf(&ec, md, data, DATA_LEN, false, &der, &len) == 0 &&
+				    signer_oids_are(der, len, rows[i].digest_oid,
+						    rows[i].ecdsa_oid));
+		OPENSSL_free(der);
+	}
+}
+
+/*
+ * A signature that names SHA-3 over a SHA-2 digest of the same length
+ * (what a confused or lying server could return): the module's SHA3-256
+ * is not what was signed, so it must not verify, for either key type; nor
+ * may a SHA3-256 reply pass as the SHA-256 the client asked for.
+ */
+UNIT_TEST(sha3_claimed_over_sha2)
+{
+	const struct ident *ids[] = { &rsa, &ec };
+	const char *tags[] = { "rsa", "ecdsa" };
+	char name[128];
+
+	for (size_t i = 0; i < ELEMENTSOF(ids); i++) {
+		const struct digest *sha3 = digest_lookup("sha3-256");
+		const struct digest *sha2 = digest_lookup("sha256");
+		uint8_t dg[DIGEST_MAX_LEN], *der = NULL;
+		size_t dg_len = 0, len = 0;
+		const char *hash = NULL;
+
+		if (digest_buf(data, DATA_LEN, sha2, dg, &dg_len) < 0 ||
+		    pkcs7_sign_digest(ids[i]->cert, ids[i]->key, sha3, dg, dg_len, false, &der,
+				      &len) < 0) {
+			CHECK(tags[i], false);
+			continue;
+		}
+		snprintf(name, sizeof(name), "pkcs7 %s sha3-256 over a sha256 digest -> EKEYREJECTED",
+			 tags[i]);
+		CHECK(name, pkcs7_verify_module(der, len, ids[i]->cert, data_fd, DATA_LEN, &hash) ==
+					    -EKEYREJECTED &&
+				    hash && strcmp(hash, "sha3-256") == 0);
+		snprintf(name, sizeof(name), "pkcs7 %s sha3-256 reply to a sha256 request -> ENOPKG",
+			 tags[i]);
+		CHECK_EQ(name,
+			 pkcs7_verify_digest(der, len, ids[i]->cert, sha2, dg, dg_len, false),
+			 -ENOPKG);
+		OPENSSL_free(der);
+	}
 }
 
 /* Tampered signatures and the wrong certificate, for one key. */

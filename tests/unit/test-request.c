@@ -161,9 +161,11 @@ UNIT_TEST(hash)
 	static const struct {
 		const char *hash;
 		size_t len;
-	} ok[] = { { "sha256", 32 }, { "sha384", 48 }, { "sha512", 64 } };
-	static const char *const bad[] = { "sha1", "md5", "SHA256", "sha256 ", "sha224",
-					   "sha3-256", "" };
+	} ok[] = { { "sha256", 32 },   { "sha384", 48 },   { "sha512", 64 },
+		   { "sha3-256", 32 }, { "sha3-384", 48 }, { "sha3-512", 64 } };
+	static const char *const bad[] = { "sha1",	"md5",	    "SHA256",	"sha256 ",
+					   "sha224",	"sha3-224", "SHA3-256", "sha3_256",
+					   "shake256", "" };
 	char text[512], hex[2 * DIGEST_MAX_LEN + 3], name[80];
 
 	for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
@@ -197,7 +199,9 @@ UNIT_TEST(hash)
 			 "{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"%s\",\"digest\":\"" SHA256_HEX
 			 "\",\"module\":\"m.ko\"}", bad[i]);
 		snprintf(name, sizeof(name), "hash \"%s\"", bad[i]);
-		refused(name, text, -EINVAL, "hash algorithm not allowed (sha256, sha384, sha512)");
+		refused(name, text, -EINVAL,
+			"hash algorithm not allowed (sha256, sha384, sha512, sha3-256, sha3-384, "
+			"sha3-512)");
 	}
 	refused("hash of 17 bytes",
 		"{\"v\":1,\"id\":1,\"op\":\"sign\",\"hash\":\"sha256sha256sha25\",\"digest\":\""
