@@ -112,10 +112,12 @@ check: deps
 check-quick: all unit
 	MODSIGN_SKIP_QEMU=1 tests/run.sh
 
-# The kernel side alone: patched 6.1 booted in QEMU (part of make check).
+# The kernel side alone: each patched kernel of tests/qemu/kernels.sh
+# booted in QEMU (6.1 is part of make check).
+QEMU_KERNELS ?= 6.1 6.12
 qemu-check: deps
 	$(MAKE) all
-	tests/qemu/run.sh
+	set -e; for v in $(QEMU_KERNELS); do tests/qemu/run.sh $$v; done
 
 # The packages under a real systemd: a Debian 12 guest in QEMU installs
 # make deb's .debs and checks them (tests/vm/; part of make check).
