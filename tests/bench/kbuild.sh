@@ -149,7 +149,7 @@ kbuild_view() {
 		sleep 2
 	done
 	if [ ! -f "$KDIR/vmlinux" ] || [ ! -s "$KDIR/modules.order" ]; then
-		KBUILD_NOTE="skipped: no built test kernel in build/kernel/ (tests/qemu/run.sh builds one)"
+		KBUILD_NOTE="skipped: no built test kernel in $MODSIGN_CACHE/kernel-6.1-*/ (tests/qemu/run.sh builds one)"
 		return
 	fi
 	grep -q MODULE_SIGN_BATCH_CMD "$KDIR/scripts/Makefile.modinst" ||

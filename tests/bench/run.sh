@@ -37,7 +37,10 @@ SWEEP_N=${BENCH_SWEEP_MODULES:-1000}
 PERPROC_N=${BENCH_PERPROC_MODULES:-0}
 NPROC=$(nproc)
 SOFTHSM=/usr/lib/softhsm/libsofthsm2.so
-KDIR=$B/kernel/linux-source-6.1
+# The QEMU test's 6.1 tree, in the cache outside the clone (tests/qemu/build-kernel.sh).
+. "$REPO/tests/cache.sh"
+KDIR=$(ls -d "$MODSIGN_CACHE"/kernel-6.1-*/linux-source-6.1 2>/dev/null | head -n 1)
+KDIR=${KDIR:-$MODSIGN_CACHE/kernel-6.1-none/linux-source-6.1}
 
 # Work on tmpfs when it has room: the runs then measure signing, not the disk.
 if [ -d /dev/shm ] && [ "$(df -Pk /dev/shm | awk 'NR==2 {print $4}')" -gt 3000000 ]; then

@@ -1,15 +1,17 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# build-kernel.sh: extract Debian's linux-source-6.1 under build/kernel/,
-# apply kernel-patches/6.1/ in the order of its series file, configure a
-# tiny module-signing kernel and build it.
+# build-kernel.sh: the tiny module-signing kernel VER of tests/qemu/kernels.sh,
+# built in the cache outside the clone: Debian's linux-source-VER extracted
+# into $MODSIGN_CACHE/kernel-VER-KEY, kernel-patches/VER/ applied in the
+# order of its series file, configured and built.  Prints the tree's path.
 #
-# The tree is extracted, patched and configured again only when an input
-# changes: the patches, the config fragment, this script or the source
-# tarball.  Their hash is kept in build/kernel/stamp.  Otherwise "make" runs
-# on the existing tree, which is a no-op, or relinks vmlinux when the
-# certificates changed (they are new with every ephemeral modsignd key).
+# KEY (kernels.sh's kernel_key) hashes every input: the package version,
+# the patches, the config fragment, the table row and these scripts.  A new
+# KEY extracts, patches and configures a new tree and drops the old ones
+# (tests/cache.sh); the same KEY runs "make" on the existing tree, which is
+# a no-op, or relinks vmlinux when the certificates changed (they are new
+# with every ephemeral modsignd key).
 #
 # The certificates are named by fixed paths inside the tree,
 #   certs/modsign_cert.pem     CONFIG_MODULE_SIG_KEY (certificate only)
@@ -17,48 +19,39 @@
 # so that new keys change no configuration option and rebuild nothing but
 # certs/ and the vmlinux link.
 #
-# Usage: build-kernel.sh CERT_PEM TRUSTED_PEM
-# Environment: KBUILD_JOBS (default 2), MODSIGN_KERNEL_TARBALL.
+# The tree is locked (cache_lock kernel-VER) for as long as this script
+# runs, or, with MODSIGN_KERNEL_LOCKED=1, by the caller, which then holds
+# the lock for as long as it uses the tree (run.sh: the whole matrix).
+#
+# Usage: build-kernel.sh VER CERT_PEM TRUSTED_PEM
+# Environment: KBUILD_JOBS (default 2), MODSIGN_CACHE.
 
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-top=$repo/build/kernel
-tarball=${MODSIGN_KERNEL_TARBALL:-/usr/src/linux-source-6.1.tar.xz}
-ksrc=$top/linux-source-6.1
+. "$repo/tests/cache.sh"
+. "$here/kernels.sh"
 jobs=${KBUILD_JOBS:-2}
 
-cert=$1
-trusted=$2
+# Only the tree's path goes to stdout; everything else to stderr.
+exec 3>&1 1>&2
+[ $# -eq 3 ] || { echo "usage: build-kernel.sh VER CERT_PEM TRUSTED_PEM" >&2; exit 2; }
+kernel_select "$1"
+cert=$2
+trusted=$3
 
 log() { echo "build-kernel: $*" >&2; }
-
-inputs_hash()
-{
-	local p
-
-	{
-		stat -c '%n %s %Y' "$tarball"
-		dpkg-query -W -f '${Package} ${Version}\n' linux-source-6.1 \
-			2>/dev/null || true
-		cat "$repo/kernel-patches/6.1/series"
-		while read -r p; do
-			cat "$repo/kernel-patches/6.1/$p"
-		done < "$repo/kernel-patches/6.1/series"
-		cat "$here/kconfig.fragment" "$here/build-kernel.sh"
-	} | sha256sum | cut -d' ' -f1
-}
 
 prepare_tree()
 {
 	local p
 
-	log "extracting $tarball"
-	rm -rf "$ksrc" "$top/stamp"
+	log "extracting $KTARBALL ($KPACKAGE $KPKGVERSION) into $top"
+	rm -rf "$top"
 	mkdir -p "$top"
-	tar -C "$top" -xf "$tarball"
-	[ -d "$ksrc" ] || { log "no linux-source-6.1/ in $tarball"; exit 1; }
+	tar -C "$top" -xf "$KTARBALL"
+	[ -d "$ksrc" ] || { log "no ${ksrc##*/}/ in $KTARBALL"; exit 1; }
 
 	# Keys that ship with the pristine tree (selftest keys); the private
 	# key scan of run.sh reports only keys that are not in this list.
@@ -68,12 +61,15 @@ prepare_tree()
 	while read -r p; do
 		[ -n "$p" ] || continue
 		log "applying $p"
-		patch -d "$ksrc" -p1 --quiet --forward < "$repo/kernel-patches/6.1/$p"
-	done < "$repo/kernel-patches/6.1/series"
+		patch -d "$ksrc" -p1 --quiet --forward < "$KSERIES/$p"
+	done < "$KSERIES/series"
 
 	log "configuring"
 	make -C "$ksrc" -s tinyconfig > "$top/config.log" 2>&1
-	cp "$here/kconfig.fragment" "$top/fragment.config"
+	{
+		cat "$here/kconfig.fragment"
+		[ -z "$KFRAGMENT" ] || echo "$KFRAGMENT"
+	} > "$top/fragment.config"
 	cat >> "$top/fragment.config" <<-EOF
 	CONFIG_MODULE_SIG_KEY="certs/modsign_cert.pem"
 	CONFIG_SYSTEM_TRUSTED_KEYS="certs/modsign_trusted.pem"
@@ -111,20 +107,30 @@ install_if_changed()
 
 main()
 {
-	local want
+	local key
 
-	[ -r "$tarball" ] || { log "$tarball missing"; exit 1; }
-	want=$(inputs_hash)
-	if [ ! -f "$ksrc/.config" ] || [ "$(cat "$top/stamp" 2>/dev/null)" != "$want" ]; then
-		prepare_tree
-		echo "$want" > "$top/stamp"
+	[ "${MODSIGN_KERNEL_LOCKED:-}" = 1 ] || cache_lock "kernel-$KVER"
+	kernel_tarball || { log "cannot get $KPACKAGE from $KSUITE"; exit 1; }
+	key=$(kernel_key)
+	top=$(cache_dir "kernel-$KVER" "$key")
+	ksrc=$top/linux-source-$KVER
+	if cache_ready "$top"; then
+		log "tree up to date ($top)"
 	else
-		log "tree up to date (stamp $want)"
+		prepare_tree
 	fi
 
 	install_if_changed "$cert" "$ksrc/certs/modsign_cert.pem"
 	install_if_changed "$trusted" "$ksrc/certs/modsign_trusted.pem"
+	kbuild
+	# Complete once it has been built: a build stopped half-way is
+	# extracted again by the next run.
+	cache_ready "$top" || cache_done "kernel-$KVER" "$key"
+	echo "$ksrc" >&3
+}
 
+kbuild()
+{
 	log "make -j$jobs"
 	make -C "$ksrc" -j"$jobs" > "$top/build.log" 2>&1 || {
 		tail -n 40 "$top/build.log" >&2

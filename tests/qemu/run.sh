@@ -1,11 +1,19 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# run.sh: the modsign kernel test.  Builds a tiny 6.1 kernel with the
-# kernel-patches/ series, signs modules through modsignd in every way the
-# matrix below names, boots the kernel under QEMU (TCG) with an initramfs
-# that loads each module, and asserts each result from what the guest
-# kernel printed.  Nothing is ever loaded into this machine's kernel.
+# run.sh: the modsign kernel test.  Builds a tiny kernel VER (one of
+# tests/qemu/kernels.sh's table; default 6.1) with its kernel-patches/VER/
+# series, signs modules through modsignd in every way the matrix below
+# names, boots the kernel under QEMU (TCG) with an initramfs that loads each
+# module, and asserts each result from what the guest kernel printed.
+# Nothing is ever loaded into this machine's kernel.
+#
+#	tests/qemu/run.sh [VER]
+#
+# The kernel tree is built and kept in the cache outside the clone
+# (build-kernel.sh), locked for the whole run; build/qemu-VER/ is the run's
+# own scratch.  The matrix is the same for every kernel; what differs is in
+# kernels.sh's table (the extra hashes add their cases).
 #
 # Prints "PASS name" or "FAIL name: reason" per case and ends with
 # "N passed, N failed"; exits non-zero on any failure.
@@ -24,8 +32,11 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../.." && pwd)
-B=$repo/build/qemu
-ksrc=$repo/build/kernel/linux-source-6.1
+. "$repo/tests/cache.sh"
+. "$here/kernels.sh"
+kernel_select "${1:-6.1}" || exit 2
+B=$repo/build/qemu-$KVER
+ksrc= # the cached tree, from build-kernel.sh
 MODSIGND=${MODSIGND:-$repo/build/modsignd}
 MODSIGN_CLIENT=${MODSIGN_CLIENT:-$repo/build/modsign-client}
 SOCK=$B/run/modsignd.sock
@@ -193,10 +204,14 @@ default_is_sign_file()
 	local armour="PRIVATE KEY"
 	printf -- '-----BEGIN %s-----\nmake -n only\n-----END %s-----\n' "$armour" "$armour" > "$fake"
 	want="scripts/sign-file sha256 \"$fake\" certs/signing_key.x509 $B/inst-dry/"
+	rm -rf "$B/inst-dry"
 	kmake -n modules_install INSTALL_MOD_PATH="$B/inst-dry" \
 		CONFIG_MODULE_SIG_KEY="$fake"
 	rm -f "$fake"
-	if grep -qF "$want" "$B/make.log" && [ ! -e "$B/inst-dry" ]; then
+	# (6.12's Makefile.modinst makes the directories while it is parsed,
+	# even under make -n: no module may be there.)
+	if grep -qF "$want" "$B/make.log" &&
+		[ -z "$(find "$B/inst-dry" -name '*.ko*' 2> /dev/null)" ]; then
 		pass default-sign-cmd-unchanged
 	else
 		fail default-sign-cmd-unchanged "make -n did not show: $want"
@@ -330,6 +345,85 @@ extmod_cases()
 	else
 		fail extmod-default "modsign-client sign failed: $(head -c 200 "$B/sign.log")"
 	fi
+}
+
+# The hashes this kernel verifies beyond sha256/384/512 (kernels.sh's
+# EXTRA: SHA-3 on 6.12), each through the daemon's RSA and ECDSA keys
+# (modsign-client sign --hash) and the last one in sign-file mode; twins:
+# the first hash's modules tampered.  The kernel's own sign-file signs with
+# the first hash as the reference that the kernel takes that hash at all.
+extra_hash_cases()
+{
+	local ext=$B/ext k=$B/ext/modsign_test.ko h f name first= last=
+
+	for h in $KEXTRA_HASHES; do
+		first=${first:-$h}
+		last=$h
+		for f in default:rsa ecdsa:ecdsa-p384; do
+			set -- ${f//:/ }
+			name=$2-$h
+			cp "$k" "$ext/$name.ko"
+			"$MODSIGN_CLIENT" sign --key "$1" --hash "$h" "$ext/$name.ko" \
+				2> "$B/sign.log" && has_sig "$ext/$name.ko" || {
+				fail "$name" "modsign-client sign --key $1 --hash $h failed: $(head -c 200 "$B/sign.log")"
+				continue
+			}
+			add_case "$name" "$name.ko" modsign_test "load:modsign_test: init ran" \
+				"$ext/$name.ko"
+		done
+	done
+	[ -n "$first" ] || return 0
+
+	for name in rsa-$first ecdsa-p384-$first; do
+		[ -f "$ext/$name.ko" ] || continue
+		cp "$ext/$name.ko" "$ext/tampered-$name.ko"
+		overwrite_in_string "$ext/tampered-$name.ko" MODSIGN-TAMPER-TARGET ||
+			{ fail "tampered-$name" "marker not found"; continue; }
+		add_case "tampered-$name" "tampered-$name.ko" modsign_test "reject:" \
+			"$ext/tampered-$name.ko"
+	done
+
+	cp "$k" "$ext/sign-file-$last.ko"
+	if "$MODSIGN_CLIENT" sign-file "$last" modsign:default \
+		"$ksrc/certs/signing_key.x509" "$ext/sign-file-$last.ko" 2> "$B/sign.log" &&
+		has_sig "$ext/sign-file-$last.ko"; then
+		add_case "sign-file-$last" "sign-file-$last.ko" modsign_test \
+			"load:modsign_test: init ran" "$ext/sign-file-$last.ko"
+	else
+		fail "sign-file-$last" "modsign-client sign-file $last failed: $(head -c 200 "$B/sign.log")"
+	fi
+
+	name=kernel-sign-file-$first
+	[ -f "$REF/key.pem" ] || { fail "$name" "no reference key"; return; }
+	cp "$k" "$ext/$name.ko"
+	"$ksrc/scripts/sign-file" "$first" "$REF/key.pem" "$REF/cert.pem" \
+		"$ext/$name.ko" 2> "$B/sign.log"
+	rm -f "$REF/key.pem"
+	has_sig "$ext/$name.ko" ||
+		{ fail "$name" "the kernel's sign-file failed: $(head -c 200 "$B/sign.log")"; return; }
+	add_case "$name" "$name.ko" modsign_test "load:modsign_test: init ran" "$ext/$name.ko"
+	cp "$ext/$name.ko" "$ext/tampered-$name.ko"
+	overwrite_in_string "$ext/tampered-$name.ko" MODSIGN-TAMPER-TARGET ||
+		{ fail "tampered-$name" "marker not found"; return; }
+	add_case "tampered-$name" "tampered-$name.ko" modsign_test "reject:" \
+		"$ext/tampered-$name.ko"
+}
+
+# The reference signer's key (extra_hash_cases): made for this run with
+# openssl, its certificate one of the kernel's trusted ones, the key
+# deleted as soon as sign-file has used it, before the private-key scan.
+REF=$B/ref
+reference_key()
+{
+	rm -rf "$REF"
+	mkdir -p "$REF"
+	chmod 700 "$REF"
+	openssl req -new -x509 -newkey rsa:3072 -nodes -days 2 -sha256 \
+		-subj "/CN=modsign qemu sign-file reference" \
+		-addext basicConstraints=critical,CA:FALSE \
+		-addext keyUsage=digitalSignature \
+		-keyout "$REF/key.pem" -out "$REF/cert.pem" > "$REF/openssl.log" 2>&1 &&
+		cat "$REF/cert.pem" >> "$B/trusted.pem"
 }
 
 # The distribution flow with a reproducible build (issue 19): the same
@@ -567,9 +661,10 @@ batch_extmod()
 		fail batch-extmod "make M= modules_install failed: $(tail -n 3 "$B/make.log" | tr '\n' ' ')"
 		return
 	}
-	m=$(find "$inst" -path '*/extra/modsign_test.ko.xz' -print -quit)
+	# extra/ on 6.1, updates/ on 6.12 (INSTALL_MOD_DIR's default)
+	m=$(find "$inst" -name modsign_test.ko.xz -print -quit)
 	if [ -z "$m" ] || ! has_sig "$m"; then
-		fail batch-extmod "extra/modsign_test.ko.xz not installed signed"
+		fail batch-extmod "modsign_test.ko.xz not installed signed"
 		return
 	fi
 	batch_case batch-extmod "$m" modsign_test "load:modsign_test: init ran"
@@ -580,7 +675,7 @@ batch_extmod()
 		fail batch-extmod-failed-call-warns "make stopped: $(tail -n 3 "$B/make.log" | tr '\n' ' ')"
 		return
 	fi
-	m=$(find "$inst" -path '*/extra/modsign_test.ko.xz' -print -quit)
+	m=$(find "$inst" -name modsign_test.ko.xz -print -quit)
 	if ! grep -q "^warning: .* failed; modules in .* may be unsigned" "$B/make.log"; then
 		fail batch-extmod-failed-call-warns "no warning: $(tail -n 3 "$B/make.log" | tr '\n' ' ')"
 	elif [ -z "$m" ] || has_sig "$m"; then
@@ -611,7 +706,7 @@ batch_unset_unchanged()
 	local cur=$ksrc/scripts/Makefile.modinst old=$B/Makefile.modinst-0003 how out bad=
 
 	awk '/^diff --git/ { on = ($3 == "a/scripts/Makefile.modinst") } on' \
-		"$repo"/kernel-patches/6.1/0004-*.patch > "$B/0004-modinst.diff" &&
+		"$KSERIES"/0004-*.patch > "$B/0004-modinst.diff" &&
 		patch -s -R -o "$old" "$cur" < "$B/0004-modinst.diff" ||
 		{ fail batch-unset-make-n-unchanged "cannot take 0004 out of $cur"; return; }
 	cp -p "$cur" "$B/Makefile.modinst-0004"
@@ -656,7 +751,7 @@ batch_unset_unchanged()
 # left on disk: neither in the kernel tree nor where modules went.
 scan_private_keys()
 {
-	local found pristine=$repo/build/kernel/pristine-private-keys.txt
+	local found pristine=${ksrc%/*}/pristine-private-keys.txt
 
 	[ -f "$pristine" ] || {
 		fail no-private-key-on-disk "$pristine missing"
@@ -947,10 +1042,16 @@ main()
 		fi
 	fi
 
+	[ -z "$KEXTRA_HASHES" ] || reference_key ||
+		fail sign-file-reference-key "cannot make the reference key: $(tail -n 2 "$B/ref/openssl.log" | tr '\n' ' ')"
+
 	t1=$(date +%s)
-	"$here/build-kernel.sh" "$B/cert.pem" "$B/trusted.pem" ||
-		abort kernel-build "see $repo/build/kernel/build.log"
-	log "kernel ready in $(($(date +%s) - t1))s"
+	# The tree is this run's until it ends (the certificates are).
+	cache_lock "kernel-$KVER"
+	ksrc=$(MODSIGN_KERNEL_LOCKED=1 "$here/build-kernel.sh" "$KVER" \
+		"$B/cert.pem" "$B/trusted.pem") && [ -d "$ksrc" ] ||
+		abort kernel-build "see the build.log next to the tree in $MODSIGN_CACHE"
+	log "kernel $KVER ready in $(($(date +%s) - t1))s ($ksrc)"
 	# The in-tree test module gets debug information (CONFIG_DEBUG_INFO is
 	# off in this kernel) so that stripping it is what a package build
 	# does.  Only lib/test_module.o is recompiled.
@@ -968,6 +1069,7 @@ main()
 	resign_flow gz
 	resign_flow zst
 	extmod_cases
+	extra_hash_cases
 	reproducible_attach
 	batch_unset_unchanged
 	batch_install ko
