@@ -932,7 +932,7 @@ make_initramfs()
 		file /cases.txt $cases 0644 0 0
 		dir /modules 0755 0 0
 		EOF
-		for f in sh mount xz gunzip reboot poweroff sleep cat rm; do
+		for f in sh mount xz gunzip reboot poweroff sleep cat rm dmesg; do
 			echo "slink /bin/$f busybox 0777 0 0"
 		done
 		for f in "$B"/initrd/modules/*; do
