@@ -13,6 +13,11 @@
 # signature covers the uncompressed module.
 export PATH=/bin
 mount -t proc proc /proc
+# The kernel's messages of each case are read from its log buffer (dmesg
+# -c) and printed before the case's result line, not left to the console:
+# 7.x prints on the serial console asynchronously, often after the result.
+dmesg -n 1
+dmesg -c > /dev/null
 echo "MODTEST-START"
 while read -r name file modname rest; do
 	echo "MODTEST-BEGIN name=$name"
@@ -27,7 +32,9 @@ while read -r name file modname rest; do
 		path=/tmp/module.ko
 		;;
 	esac
-	/modload "$name" "$path" "$modname"
+	out=$(/modload "$name" "$path" "$modname")
+	dmesg -c
+	echo "$out"
 	rm -f /tmp/module.ko
 done < /cases.txt
 echo "MODTEST-DONE"

@@ -20,13 +20,17 @@
 # 6.12 moved module compression behind CONFIG_MODULE_COMPRESS and installs
 # compressed modules only with CONFIG_MODULE_COMPRESS_ALL; with both set,
 # the CONFIG_MODULE_COMPRESS_{XZ,GZIP,ZSTD} overrides of run.sh work as on
-# 6.1, where the XZ choice alone compresses.
+# 6.1, where the XZ choice alone compresses.  7.3 (trixie-backports) is
+# configured as 6.12: the common fragment sticks as it is (7.x's ML-DSA
+# key types matter only when the kernel makes its own key, and the SHA-1
+# module hash it dropped is not one the fragment uses).
 kernel_table()
 {
 	cat <<-'EOF'
-	# VER  PACKAGE            SUITE     EXTRA                       FRAGMENT
-	6.1    linux-source-6.1   bookworm  -                           -
-	6.12   linux-source-6.12  trixie    sha3-256,sha3-384,sha3-512  CONFIG_MODULE_COMPRESS=y,CONFIG_MODULE_COMPRESS_ALL=y,CONFIG_CRYPTO_SHA3=y
+	# VER  PACKAGE            SUITE             EXTRA                       FRAGMENT
+	6.1    linux-source-6.1   bookworm          -                           -
+	6.12   linux-source-6.12  trixie            sha3-256,sha3-384,sha3-512  CONFIG_MODULE_COMPRESS=y,CONFIG_MODULE_COMPRESS_ALL=y,CONFIG_CRYPTO_SHA3=y
+	7.3    linux-source-7.3   trixie-backports  sha3-256,sha3-384,sha3-512  CONFIG_MODULE_COMPRESS=y,CONFIG_MODULE_COMPRESS_ALL=y,CONFIG_CRYPTO_SHA3=y
 	EOF
 }
 
