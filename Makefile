@@ -113,8 +113,8 @@ check-quick: all unit
 	MODSIGN_SKIP_QEMU=1 tests/run.sh
 
 # The kernel side alone: each patched kernel of tests/qemu/kernels.sh
-# booted in QEMU (6.1 is part of make check).
-QEMU_KERNELS ?= 6.1 6.12
+# booted in QEMU (all three are part of make check).
+QEMU_KERNELS ?= 6.1 6.12 7.3
 qemu-check: deps
 	$(MAKE) all
 	set -e; for v in $(QEMU_KERNELS); do tests/qemu/run.sh $$v; done
