@@ -1,5 +1,5 @@
 #!/bin/bash
-# Runs inside the Debian 12 guest of tests/vm/run.sh, as root, from
+# Runs inside the guest (Debian 12 or 13) of tests/vm/run.sh, as root, from
 # vm-check-runner.service, after multi-user.target.  The payload disk
 # (/payload, read-only) holds the .debs, real modules, a TLS PKI and a
 # SoftHSM2 token.  Each check prints "ok NAME" or "not ok NAME: why";
