@@ -4,7 +4,7 @@
 #   make demo       sign and verify a real module with a one-time key
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make deb        the Debian packages, into build/deb/
-#   make vm-check   install them in a Debian 12 guest and check them there
+#   make vm-check   install each release's in a guest of that release (12, 13)
 
 VERSION  := 0.1
 PREFIX   ?= /usr/local
@@ -12,7 +12,12 @@ BINDIR   ?= $(PREFIX)/bin
 SBINDIR  ?= $(PREFIX)/sbin
 DATADIR  ?= $(PREFIX)/share/modsign
 MANDIR   ?= $(PREFIX)/share/man
-UNITDIR  ?= $(PREFIX)/lib/systemd/system
+# Units: for PREFIX=/usr where this release's systemd keeps packaged
+# units (pkg-config: bookworm's /lib/systemd/system, trixie's
+# /usr/lib/systemd/system); under any other PREFIX, which systemd also
+# reads (/usr/local/lib/systemd/system).
+UNITDIR  ?= $(or $(if $(filter /usr,$(PREFIX)),$(shell pkg-config \
+                --variable=systemdsystemunitdir systemd 2>/dev/null)),$(PREFIX)/lib/systemd/system)
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 SYSCONFDIR ?= /etc
 B        := build
@@ -157,8 +162,14 @@ install: all
 
 # The Debian packages (debian/): modsignd and modsign-client, built with
 # dpkg-buildpackage from a copy of this tree into build/deb/, then lintian.
+# Only what building packages needs (not the test suite's groups); the
+# Build-Depends that differ per release (systemd-dev on trixie) from
+# debian/control itself, the way sbuild does.
 DEB_B := $(B)/deb
-deb: deps
+deb:
+	tests/install-deps.sh build deb
+	dpkg-checkbuilddeps 2>/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -qq --no-install-recommends ./ >/dev/null; }
 	rm -rf $(DEB_B) && mkdir -p $(DEB_B)/modsign-$(VERSION)
 	tar -c --exclude=./build --exclude=./.git . | tar -x -C $(DEB_B)/modsign-$(VERSION)
 	cd $(DEB_B)/modsign-$(VERSION) && dpkg-buildpackage -b -us -uc >../build.log 2>&1 || \

@@ -1,93 +1,169 @@
 #!/usr/bin/env bats
-# The Debian packages under a real systemd: make deb's .debs installed with
-# apt in a Debian 12 guest (systemd 252, Debian's 6.1 kernel, QEMU TCG) and
-# checked there by tests/vm/guest-check.sh; one case per check.
+# The Debian packages under a real systemd, for each release: make deb's
+# .debs built on that release, installed with apt in a guest of that
+# release under QEMU TCG (bookworm: Debian 12, systemd 252, linux 6.1;
+# trixie: Debian 13, systemd 257, linux 6.12) and checked there by
+# tests/vm/guest-check.sh; one case per check and release, named
+# RELEASE/CHECK.
 #
-# One guest for the whole file (setup_file): a boot, an install and the
-# checks take minutes under TCG, and the checks are steps of one
-# administrator's day on one machine (install, use, restart, reload,
-# enable TLS, add a token, remove, purge), each with its twin.
+# One guest per release for the whole file (setup_file): a boot, an
+# install and the checks take minutes under TCG, and the checks are steps
+# of one administrator's day on one machine (install, use, restart,
+# reload, enable TLS, add a token, remove, purge), each with its twin.
+# The two guests run one after the other: each wants both CPUs, and under
+# TCG two side by side make each one's timed checks (the watchdog's) race.
 
 load ../common
 
+RELEASES=(bookworm trixie)
+
 setup_file() {
+	local r t0
 	if [ -n "${MODSIGN_SKIP_VM:-}${MODSIGN_SKIP_QEMU:-}" ]; then
 		echo skip >"$BATS_FILE_TMPDIR/skip"
 		return 0
 	fi
-	"$REPO/tests/vm/run.sh" "$BATS_FILE_TMPDIR/vm" >"$BATS_FILE_TMPDIR/run.log" 2>&1
-	echo $? >"$BATS_FILE_TMPDIR/run.rc"
+	for r in "${RELEASES[@]}"; do
+		t0=$SECONDS
+		"$REPO/tests/vm/run.sh" "$r" "$BATS_FILE_TMPDIR/$r" >"$BATS_FILE_TMPDIR/$r.log" 2>&1
+		echo $? >"$BATS_FILE_TMPDIR/$r.rc"
+		echo "vm $r: $((SECONDS - t0)) s in all" >>"$BATS_FILE_TMPDIR/$r.log"
+	done
 }
 
-# guest NAME: the guest's check NAME passed; its line, the run's log and
-# the end of the guest's console otherwise.
+# guest RELEASE/NAME: RELEASE's guest check NAME passed; its line, the
+# run's log and the end of the guest's console otherwise.
 guest() {
-	local R=$BATS_FILE_TMPDIR/vm/results
+	local r=${1%%/*} name=${1#*/}
+	local R=$BATS_FILE_TMPDIR/$r/results
 	[ ! -e "$BATS_FILE_TMPDIR/skip" ] || skip "MODSIGN_SKIP_VM"
-	grep -qx "ok $1" "$R" 2>/dev/null && return 0
-	grep "^not ok $1:" "$R" 2>/dev/null || echo "no result for $1 (run.sh exited $(cat "$BATS_FILE_TMPDIR/run.rc"))"
-	tail -n 5 "$BATS_FILE_TMPDIR/run.log"
+	grep -qx "ok $name" "$R" 2>/dev/null && return 0
+	grep "^not ok $name:" "$R" 2>/dev/null || echo "no result for $1 (run.sh $r exited $(cat "$BATS_FILE_TMPDIR/$r.rc"))"
+	tail -n 5 "$BATS_FILE_TMPDIR/$r.log"
 	return 1
 }
 
-@test "vm-run-completes" {
+run_completes() {
 	[ ! -e "$BATS_FILE_TMPDIR/skip" ] || skip "MODSIGN_SKIP_VM"
-	run cat "$BATS_FILE_TMPDIR/run.log"
-	assert_equal "$(cat "$BATS_FILE_TMPDIR/run.rc")" 0
+	run cat "$BATS_FILE_TMPDIR/$1.log"
+	assert_equal "$(cat "$BATS_FILE_TMPDIR/$1.rc")" 0
 }
 
-# Every check the guest ran is a case here: none is reported by nobody.
-@test "vm-every-guest-check-is-a-case" {
+# Every check RELEASE's guest ran is a case here: none is reported by
+# nobody.
+every_check_is_a_case() {
 	[ ! -e "$BATS_FILE_TMPDIR/skip" ] || skip "MODSIGN_SKIP_VM"
 	local names
-	names=$(sed -n 's/^\(not \)\{0,1\}ok \([^:]*\).*/\2/p' "$BATS_FILE_TMPDIR/vm/results" | sort)
-	run comm -23 <(echo "$names") <(grep -o '^@test "vm [^"]*"' "$BATS_TEST_FILENAME" | cut -d' ' -f3 | tr -d '"' | sort)
+	names=$(sed -n 's/^\(not \)\{0,1\}ok \([^:]*\).*/\2/p' "$BATS_FILE_TMPDIR/$1/results" | sort)
+	run comm -23 <(echo "$names") <(grep -o "^@test \"$1/[^\"]*\"" "$BATS_TEST_FILENAME" | cut -d/ -f2 | tr -d '"' | sort)
 	assert_output ""
 }
 
-@test "vm guest-has-no-procps-kill" { guest guest-has-no-procps-kill; }
-@test "vm apt-install" { guest apt-install; }
-@test "vm group-created" { guest group-created; }
-@test "vm socket-listening-after-install" { guest socket-listening-after-install; }
-@test "vm socket-is-0660-root-modsign" { guest socket-is-0660-root-modsign; }
-@test "vm service-idle-before-first-use" { guest service-idle-before-first-use; }
-@test "vm first-use-activates" { guest first-use-activates; }
-@test "vm default-config-keeps-root" { guest default-config-keeps-root; }
-@test "vm root-tampered-twin-refused" { guest root-tampered-twin-refused; }
-@test "vm metrics-file-readable-by-others" { guest metrics-file-readable-by-others; }
-@test "vm metrics-dir-not-writable-by-others" { guest metrics-dir-not-writable-by-others; }
-@test "vm group-member-signs" { guest group-member-signs; }
-@test "vm outsider-refused-module-untouched" { guest outsider-refused-module-untouched; }
-@test "vm restart-then-signs" { guest restart-then-signs; }
-@test "vm stop-keeps-socket" { guest stop-keeps-socket; }
-@test "vm start-after-stop-signs" { guest start-after-stop-signs; }
-@test "vm sigkill-restarted-by-systemd" { guest sigkill-restarted-by-systemd; }
-@test "vm sigkill-then-signs" { guest sigkill-then-signs; }
-@test "vm reload-rereads-policy-keeps-key" { guest reload-rereads-policy-keeps-key; }
-@test "vm reload-back-member-signs" { guest reload-back-member-signs; }
-@test "vm reload-then-signs" { guest reload-then-signs; }
-@test "vm journal-grant-fields" { guest journal-grant-fields; }
-@test "vm journal-refusal-fields" { guest journal-refusal-fields; }
-@test "vm watchdog-live-daemon-kept" { guest watchdog-live-daemon-kept; }
-@test "vm watchdog-restarts-stopped-daemon" { guest watchdog-restarts-stopped-daemon; }
-@test "vm watchdog-then-signs" { guest watchdog-then-signs; }
-@test "vm tls-socket-enable-now-while-running" { guest tls-socket-enable-now-while-running; }
-@test "vm tls-loopback-signs" { guest tls-loopback-signs; }
-@test "vm tls-nonlocal-refused-by-socket-lists" { guest tls-nonlocal-refused-by-socket-lists; }
-@test "vm tls-widened-list-serves-nonlocal" { guest tls-widened-list-serves-nonlocal; }
-@test "vm exposure-at-most-2.0" { guest exposure-at-most-2.0; }
-@test "vm exposure-twin-handoff-worse" { guest exposure-twin-handoff-worse; }
-@test "vm hsm-key-signs-under-sandbox" { guest hsm-key-signs-under-sandbox; }
-@test "vm hsm-wrong-pin-refused" { guest hsm-wrong-pin-refused; }
-@test "vm apt-remove" { guest apt-remove; }
-@test "vm remove-nothing-running" { guest remove-nothing-running; }
-@test "vm remove-keeps-config" { guest remove-keeps-config; }
-@test "vm purge-with-member" { guest purge-with-member; }
-@test "vm purge-keeps-group-in-use" { guest purge-keeps-group-in-use; }
-@test "vm purge-keeps-audit-log" { guest purge-keeps-audit-log; }
-@test "vm purge-leaves-nothing" { guest purge-leaves-nothing; }
-@test "vm reinstall-after-purge" { guest reinstall-after-purge; }
-@test "vm reinstall-signs" { guest reinstall-signs; }
-@test "vm purge-unused" { guest purge-unused; }
-@test "vm purge-removes-unused-group" { guest purge-removes-unused-group; }
-@test "vm purge-again-leaves-nothing" { guest purge-again-leaves-nothing; }
+# Both releases run the same checks: a case listed for one is listed for
+# the other.
+@test "vm-same-cases-for-each-release" {
+	local r
+	for r in "${RELEASES[@]}"; do
+		grep -o "^@test \"$r/[^\"]*\"" "$BATS_TEST_FILENAME" | cut -d/ -f2 >"$BATS_TEST_TMPDIR/$r"
+	done
+	run diff "$BATS_TEST_TMPDIR/bookworm" "$BATS_TEST_TMPDIR/trixie"
+	assert_output ""
+}
+
+@test "bookworm/vm-run-completes" { run_completes bookworm; }
+@test "bookworm/vm-every-guest-check-is-a-case" { every_check_is_a_case bookworm; }
+@test "bookworm/guest-has-no-procps-kill" { guest bookworm/guest-has-no-procps-kill; }
+@test "bookworm/apt-install" { guest bookworm/apt-install; }
+@test "bookworm/group-created" { guest bookworm/group-created; }
+@test "bookworm/socket-listening-after-install" { guest bookworm/socket-listening-after-install; }
+@test "bookworm/socket-is-0660-root-modsign" { guest bookworm/socket-is-0660-root-modsign; }
+@test "bookworm/service-idle-before-first-use" { guest bookworm/service-idle-before-first-use; }
+@test "bookworm/first-use-activates" { guest bookworm/first-use-activates; }
+@test "bookworm/default-config-keeps-root" { guest bookworm/default-config-keeps-root; }
+@test "bookworm/root-tampered-twin-refused" { guest bookworm/root-tampered-twin-refused; }
+@test "bookworm/metrics-file-readable-by-others" { guest bookworm/metrics-file-readable-by-others; }
+@test "bookworm/metrics-dir-not-writable-by-others" { guest bookworm/metrics-dir-not-writable-by-others; }
+@test "bookworm/group-member-signs" { guest bookworm/group-member-signs; }
+@test "bookworm/outsider-refused-module-untouched" { guest bookworm/outsider-refused-module-untouched; }
+@test "bookworm/restart-then-signs" { guest bookworm/restart-then-signs; }
+@test "bookworm/stop-keeps-socket" { guest bookworm/stop-keeps-socket; }
+@test "bookworm/start-after-stop-signs" { guest bookworm/start-after-stop-signs; }
+@test "bookworm/sigkill-restarted-by-systemd" { guest bookworm/sigkill-restarted-by-systemd; }
+@test "bookworm/sigkill-then-signs" { guest bookworm/sigkill-then-signs; }
+@test "bookworm/reload-rereads-policy-keeps-key" { guest bookworm/reload-rereads-policy-keeps-key; }
+@test "bookworm/reload-back-member-signs" { guest bookworm/reload-back-member-signs; }
+@test "bookworm/reload-then-signs" { guest bookworm/reload-then-signs; }
+@test "bookworm/journal-grant-fields" { guest bookworm/journal-grant-fields; }
+@test "bookworm/journal-refusal-fields" { guest bookworm/journal-refusal-fields; }
+@test "bookworm/watchdog-live-daemon-kept" { guest bookworm/watchdog-live-daemon-kept; }
+@test "bookworm/watchdog-restarts-stopped-daemon" { guest bookworm/watchdog-restarts-stopped-daemon; }
+@test "bookworm/watchdog-then-signs" { guest bookworm/watchdog-then-signs; }
+@test "bookworm/tls-socket-enable-now-while-running" { guest bookworm/tls-socket-enable-now-while-running; }
+@test "bookworm/tls-loopback-signs" { guest bookworm/tls-loopback-signs; }
+@test "bookworm/tls-nonlocal-refused-by-socket-lists" { guest bookworm/tls-nonlocal-refused-by-socket-lists; }
+@test "bookworm/tls-widened-list-serves-nonlocal" { guest bookworm/tls-widened-list-serves-nonlocal; }
+@test "bookworm/exposure-at-most-2.0" { guest bookworm/exposure-at-most-2.0; }
+@test "bookworm/exposure-twin-handoff-worse" { guest bookworm/exposure-twin-handoff-worse; }
+@test "bookworm/hsm-key-signs-under-sandbox" { guest bookworm/hsm-key-signs-under-sandbox; }
+@test "bookworm/hsm-wrong-pin-refused" { guest bookworm/hsm-wrong-pin-refused; }
+@test "bookworm/apt-remove" { guest bookworm/apt-remove; }
+@test "bookworm/remove-nothing-running" { guest bookworm/remove-nothing-running; }
+@test "bookworm/remove-keeps-config" { guest bookworm/remove-keeps-config; }
+@test "bookworm/purge-with-member" { guest bookworm/purge-with-member; }
+@test "bookworm/purge-keeps-group-in-use" { guest bookworm/purge-keeps-group-in-use; }
+@test "bookworm/purge-keeps-audit-log" { guest bookworm/purge-keeps-audit-log; }
+@test "bookworm/purge-leaves-nothing" { guest bookworm/purge-leaves-nothing; }
+@test "bookworm/reinstall-after-purge" { guest bookworm/reinstall-after-purge; }
+@test "bookworm/reinstall-signs" { guest bookworm/reinstall-signs; }
+@test "bookworm/purge-unused" { guest bookworm/purge-unused; }
+@test "bookworm/purge-removes-unused-group" { guest bookworm/purge-removes-unused-group; }
+@test "bookworm/purge-again-leaves-nothing" { guest bookworm/purge-again-leaves-nothing; }
+
+@test "trixie/vm-run-completes" { run_completes trixie; }
+@test "trixie/vm-every-guest-check-is-a-case" { every_check_is_a_case trixie; }
+@test "trixie/guest-has-no-procps-kill" { guest trixie/guest-has-no-procps-kill; }
+@test "trixie/apt-install" { guest trixie/apt-install; }
+@test "trixie/group-created" { guest trixie/group-created; }
+@test "trixie/socket-listening-after-install" { guest trixie/socket-listening-after-install; }
+@test "trixie/socket-is-0660-root-modsign" { guest trixie/socket-is-0660-root-modsign; }
+@test "trixie/service-idle-before-first-use" { guest trixie/service-idle-before-first-use; }
+@test "trixie/first-use-activates" { guest trixie/first-use-activates; }
+@test "trixie/default-config-keeps-root" { guest trixie/default-config-keeps-root; }
+@test "trixie/root-tampered-twin-refused" { guest trixie/root-tampered-twin-refused; }
+@test "trixie/metrics-file-readable-by-others" { guest trixie/metrics-file-readable-by-others; }
+@test "trixie/metrics-dir-not-writable-by-others" { guest trixie/metrics-dir-not-writable-by-others; }
+@test "trixie/group-member-signs" { guest trixie/group-member-signs; }
+@test "trixie/outsider-refused-module-untouched" { guest trixie/outsider-refused-module-untouched; }
+@test "trixie/restart-then-signs" { guest trixie/restart-then-signs; }
+@test "trixie/stop-keeps-socket" { guest trixie/stop-keeps-socket; }
+@test "trixie/start-after-stop-signs" { guest trixie/start-after-stop-signs; }
+@test "trixie/sigkill-restarted-by-systemd" { guest trixie/sigkill-restarted-by-systemd; }
+@test "trixie/sigkill-then-signs" { guest trixie/sigkill-then-signs; }
+@test "trixie/reload-rereads-policy-keeps-key" { guest trixie/reload-rereads-policy-keeps-key; }
+@test "trixie/reload-back-member-signs" { guest trixie/reload-back-member-signs; }
+@test "trixie/reload-then-signs" { guest trixie/reload-then-signs; }
+@test "trixie/journal-grant-fields" { guest trixie/journal-grant-fields; }
+@test "trixie/journal-refusal-fields" { guest trixie/journal-refusal-fields; }
+@test "trixie/watchdog-live-daemon-kept" { guest trixie/watchdog-live-daemon-kept; }
+@test "trixie/watchdog-restarts-stopped-daemon" { guest trixie/watchdog-restarts-stopped-daemon; }
+@test "trixie/watchdog-then-signs" { guest trixie/watchdog-then-signs; }
+@test "trixie/tls-socket-enable-now-while-running" { guest trixie/tls-socket-enable-now-while-running; }
+@test "trixie/tls-loopback-signs" { guest trixie/tls-loopback-signs; }
+@test "trixie/tls-nonlocal-refused-by-socket-lists" { guest trixie/tls-nonlocal-refused-by-socket-lists; }
+@test "trixie/tls-widened-list-serves-nonlocal" { guest trixie/tls-widened-list-serves-nonlocal; }
+@test "trixie/exposure-at-most-2.0" { guest trixie/exposure-at-most-2.0; }
+@test "trixie/exposure-twin-handoff-worse" { guest trixie/exposure-twin-handoff-worse; }
+@test "trixie/hsm-key-signs-under-sandbox" { guest trixie/hsm-key-signs-under-sandbox; }
+@test "trixie/hsm-wrong-pin-refused" { guest trixie/hsm-wrong-pin-refused; }
+@test "trixie/apt-remove" { guest trixie/apt-remove; }
+@test "trixie/remove-nothing-running" { guest trixie/remove-nothing-running; }
+@test "trixie/remove-keeps-config" { guest trixie/remove-keeps-config; }
+@test "trixie/purge-with-member" { guest trixie/purge-with-member; }
+@test "trixie/purge-keeps-group-in-use" { guest trixie/purge-keeps-group-in-use; }
+@test "trixie/purge-keeps-audit-log" { guest trixie/purge-keeps-audit-log; }
+@test "trixie/purge-leaves-nothing" { guest trixie/purge-leaves-nothing; }
+@test "trixie/reinstall-after-purge" { guest trixie/reinstall-after-purge; }
+@test "trixie/reinstall-signs" { guest trixie/reinstall-signs; }
+@test "trixie/purge-unused" { guest trixie/purge-unused; }
+@test "trixie/purge-removes-unused-group" { guest trixie/purge-removes-unused-group; }
+@test "trixie/purge-again-leaves-nothing" { guest trixie/purge-again-leaves-nothing; }

@@ -6,7 +6,9 @@
 # written; the checkout (its files, not build/) is copied to /src, the
 # cache outside the clone is bind-mounted at its own path, and the command
 # runs in /src as root.  Nothing is mounted outside the namespace.
-#   tests/release/chroot.sh RELEASE COMMAND...
+# What the command leaves in /out reaches the host directory $RELEASE_OUT
+# (bind-mounted there when set: e.g. the release's .debs, for tests/vm/).
+#   [RELEASE_OUT=DIR] tests/release/chroot.sh RELEASE COMMAND...
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO/tests/cache.sh"
@@ -22,7 +24,7 @@ mkdir -p "$work/upper" "$work/work" "$work/merged"
 (cd "$REPO" && git ls-files -coz --exclude-standard | grep -zv '^build/' |
 	tar --null -T - -cf "$work/src.tar")
 
-export MODSIGN_CACHE
+export MODSIGN_CACHE RELEASE_OUT=${RELEASE_OUT:+$(realpath "$RELEASE_OUT")}
 unshare -m --propagation private bash -euc '
 	root=$1 work=$2
 	shift 2
@@ -36,6 +38,10 @@ unshare -m --propagation private bash -euc '
 	cp /etc/resolv.conf "$m/etc/resolv.conf"
 	mkdir -p "$m/src" "$m$MODSIGN_CACHE"
 	mount --bind "$MODSIGN_CACHE" "$m$MODSIGN_CACHE"
+	if [ -n "$RELEASE_OUT" ]; then
+		mkdir -p "$m/out"
+		mount --bind "$RELEASE_OUT" "$m/out"
+	fi
 	tar -C "$m/src" -xf "$work/src.tar"
 	exec chroot "$m" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 		HOME=/root TERM=dumb LANG=C.UTF-8 MODSIGN_CACHE="$MODSIGN_CACHE" \

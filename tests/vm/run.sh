@@ -1,32 +1,44 @@
 #!/bin/bash
-# make vm-check's machine: the Debian packages (make deb) installed the way
-# a user installs them, in a Debian 12 guest booted under QEMU (TCG) with
-# its own systemd 252 and Debian's 6.1 kernel, and checked there by
+# make vm-check's machine: the Debian packages of RELEASE (make deb, run on
+# that release) installed the way a user installs them, in a guest of that
+# release booted under QEMU (TCG) with its own kernel and systemd
+# (bookworm: 6.1 and 252, trixie: 6.12 and 257), and checked there by
 # tests/vm/guest-check.sh.  The guest's results ("ok NAME" / "not ok NAME:
 # why", then "done") arrive on its second serial port:
-#   tests/vm/run.sh OUT-DIR   writes OUT-DIR/results, OUT-DIR/console.log
+#   tests/vm/run.sh RELEASE OUT-DIR   writes OUT-DIR/results, OUT-DIR/console.log
 # Each run boots a fresh copy-on-write overlay of the cached image
 # (tests/vm/build-image.sh), so nothing of one run reaches the next.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=$(realpath -m "$1")
-VM=$REPO/build/vm
-IMG=$VM/image
+release=$1
+OUT=$(realpath -m "$2")
 : "${VM_TIMEOUT:=900}"
 
 rm -rf "$OUT" && mkdir -p "$OUT"
 P=$OUT/payload
 mkdir -p "$P/debs" "$P/modules" "$P/pki" "$P/token/tokens"
 
-# The packages, as `make deb` builds them (its lintian gate included).
-make -s -C "$REPO" deb >"$OUT/deb.log" 2>&1 || { tail -n 20 "$OUT/deb.log" >&2; exit 1; }
-cp "$REPO"/build/deb/modsignd_*.deb "$REPO"/build/deb/modsign-client_*.deb "$P/debs/"
+# The packages, as `make deb` builds them on RELEASE (its lintian gate
+# included): on this machine when it runs RELEASE, else in a root of
+# RELEASE (tests/release/), which leaves them in /out.
+t0=$SECONDS
+if [ "$release" = "$(. /etc/os-release && echo "$VERSION_CODENAME")" ]; then
+	make -s -C "$REPO" deb >"$OUT/deb.log" 2>&1 || { tail -n 20 "$OUT/deb.log" >&2; exit 1; }
+	cp "$REPO"/build/deb/modsignd_*.deb "$REPO"/build/deb/modsign-client_*.deb "$P/debs/"
+else
+	RELEASE_OUT=$P/debs "$REPO/tests/release/chroot.sh" "$release" sh -c \
+		'make -s deb && cp build/deb/modsignd_*.deb build/deb/modsign-client_*.deb /out/' \
+		>"$OUT/deb.log" 2>&1 || { tail -n 20 "$OUT/deb.log" >&2; exit 1; }
+fi
+echo "vm $release: packages built in $((SECONDS - t0)) s" >&2
 
-# The guest: Debian 12 with what those packages depend on, nothing more
+# The guest: RELEASE with what those packages depend on, nothing more
 # (first alternatives, no versions: apt in the guest checks those).
+t0=$SECONDS
 mapfile -t deps < <(for d in "$P"/debs/*.deb; do dpkg-deb -f "$d" Depends; done |
 	tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/ //g' | sort -u)
-"$REPO/tests/vm/build-image.sh" "${deps[@]}"
+IMG=$("$REPO/tests/vm/build-image.sh" "$release" "${deps[@]}")
+echo "vm $release: image ready in $((SECONDS - t0)) s" >&2
 
 # Real modules from Debian's linux-image (tests/fixtures.sh).
 "$REPO/tests/fixtures.sh" >/dev/null
@@ -78,6 +90,7 @@ token() {
 cp "$REPO/tests/vm/guest-check.sh" "$P/"
 mke2fs -q -t ext4 -L vm-payload -d "$P" "$OUT/payload.img" 64M
 
+t0=$SECONDS
 qemu-img create -q -f qcow2 -F raw -b "$IMG/rootfs.img" "$OUT/overlay.qcow2"
 : >"$OUT/results"
 timeout "$VM_TIMEOUT" qemu-system-x86_64 -accel tcg -m 2048 -smp 2 \
@@ -89,6 +102,7 @@ timeout "$VM_TIMEOUT" qemu-system-x86_64 -accel tcg -m 2048 -smp 2 \
 	-serial file:"$OUT/console.log" -serial file:"$OUT/results" \
 	-nic none </dev/null >"$OUT/qemu.log" 2>&1 || echo "vm: qemu exited $?" >&2
 rm -f "$OUT/overlay.qcow2"
+echo "vm $release: guest ran in $((SECONDS - t0)) s" >&2
 # A serial port ends its lines with CR LF.
 sed -i 's/\r$//' "$OUT/results"
 grep -q '^done' "$OUT/results" || { echo "vm: the guest did not finish its checks (console: $OUT/console.log)" >&2; exit 1; }
