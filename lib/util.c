@@ -340,9 +340,30 @@ int owned_file_open(const char *path, mode_t forbidden, struct stat *ret_st)
 	return TAKE_FD(fd);
 }
 
+/* Whether @path is a credential systemd handed this service: a file
+ * directly in $CREDENTIALS_DIRECTORY whose group is our own.  systemd
+ * 254 and later (Debian 13's 257) make them mode 0440, owner root, group
+ * the service's (with DynamicUser=, a group no one else is in), in a
+ * directory only the service may enter; 252 made them 0400. */
+static bool credential_of_ours(const char *path, const struct stat *st)
+{
+	const char *dir = getenv("CREDENTIALS_DIRECTORY");
+	size_t n = dir ? strlen(dir) : 0;
+
+	return n > 1 && dir[0] == '/' && strncmp(path, dir, n) == 0 && path[n] == '/' &&
+	       path[n + 1] && !strchr(path + n + 1, '/') && st->st_gid == getegid();
+}
+
 int secret_file_open(const char *path, struct stat *ret_st)
 {
-	return owned_file_open(path, S_IRWXG | S_IRWXO, ret_st);
+	_cleanup_(closep) int fd =
+		owned_file_open(path, (S_IRWXG & ~S_IRGRP) | S_IRWXO, ret_st);
+
+	if (fd < 0)
+		return fd;
+	if ((ret_st->st_mode & S_IRGRP) && !credential_of_ours(path, ret_st))
+		return -EPERM;
+	return TAKE_FD(fd);
 }
 
 const char *secret_file_refusal(int r, const struct stat *st)

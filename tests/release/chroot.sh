@@ -35,7 +35,9 @@ unshare -m --propagation private bash -euc '
 	mount --rbind /sys "$m/sys"
 	mount -t tmpfs tmpfs "$m/tmp"
 	mount -t tmpfs tmpfs "$m/run"
+	# The host's network, so its resolver and its names (localhost).
 	cp /etc/resolv.conf "$m/etc/resolv.conf"
+	cp /etc/hosts "$m/etc/hosts"
 	mkdir -p "$m/src" "$m$MODSIGN_CACHE"
 	mount --bind "$MODSIGN_CACHE" "$m$MODSIGN_CACHE"
 	if [ -n "$RELEASE_OUT" ]; then

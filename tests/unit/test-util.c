@@ -639,6 +639,30 @@ UNIT_TEST(owned_file)
 	/* Twin: a secret's stricter check on the same 0644 root file. */
 	(void)!chown(file, 0, 0);
 	CHECK_EQ("secret_file_open 0644 refused", secret_file_open(file, &st), -EPERM);
+	/* systemd 254+'s credentials: 0440, group ours, in
+	 * $CREDENTIALS_DIRECTORY; anywhere else, or another group's, or
+	 * group-writable, refused. */
+	chmod(file, 0440);
+	CHECK_EQ("secret_file_open 0440 outside the credentials refused",
+		 secret_file_open(file, &st), -EPERM);
+	setenv("CREDENTIALS_DIRECTORY", dir, 1);
+	fd = secret_file_open(file, &st);
+	CHECK("secret_file_open 0440 credential of our group read", fd >= 0 && close(fd) == 0);
+	(void)!chown(file, 0, 65534);
+	CHECK_EQ("secret_file_open 0440 credential of another group refused",
+		 secret_file_open(file, &st), -EPERM);
+	(void)!chown(file, 0, getegid());
+	chmod(file, 0460);
+	CHECK_EQ("secret_file_open group-writable credential refused",
+		 secret_file_open(file, &st), -EPERM);
+	chmod(file, 0444);
+	CHECK_EQ("secret_file_open world-readable credential refused",
+		 secret_file_open(file, &st), -EPERM);
+	setenv("CREDENTIALS_DIRECTORY", "/tmp/modsign-test-owned", 1);
+	chmod(file, 0440);
+	CHECK_EQ("secret_file_open 0440 in a directory that only shares the prefix refused",
+		 secret_file_open(file, &st), -EPERM);
+	unsetenv("CREDENTIALS_DIRECTORY");
 	unlink(file);
 	unlink(fifo);
 	rmdir(dir);
