@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <limits.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -340,18 +341,37 @@ int owned_file_open(const char *path, mode_t forbidden, struct stat *ret_st)
 	return TAKE_FD(fd);
 }
 
-/* Whether @path is a credential systemd handed this service: a file
- * directly in $CREDENTIALS_DIRECTORY whose group is our own.  systemd
- * 254 and later (Debian 13's 257) make them mode 0440, owner root, group
- * the service's (with DynamicUser=, a group no one else is in), in a
- * directory only the service may enter; 252 made them 0400. */
-static bool credential_of_ours(const char *path, const struct stat *st)
-{
-	const char *dir = getenv("CREDENTIALS_DIRECTORY");
-	size_t n = dir ? strlen(dir) : 0;
+/* POSIX ACL entries as the kernel stores them in the xattr
+ * system.posix_acl_access (linux/posix_acl_xattr.h): a 4-byte version,
+ * then 8-byte entries { u16 tag, u16 perm, u32 id }. */
+enum { ACL_TAG_USER = 0x02, ACL_TAG_GROUP_OBJ = 0x04, ACL_TAG_GROUP = 0x08 };
 
-	return n > 1 && dir[0] == '/' && strncmp(path, dir, n) == 0 && path[n] == '/' &&
-	       path[n + 1] && !strchr(path + n + 1, '/') && st->st_gid == getegid();
+/* Whether the ACL on @fd lets no one read it but its owner and us: the
+ * group bits of a file with an ACL are its mask, not its group's, and a
+ * systemd 254+ credential (Debian 13's 257) is root's 0400 file with one
+ * entry, user:<the service's uid>:r, so it shows as 0440.  Every named
+ * user must be us, no named group (our group may be shared: modsign), no
+ * permission for the owning group.  No ACL: the group bits are the
+ * group's, and a group-readable secret is refused. */
+static bool acl_only_us(int fd)
+{
+	uint8_t b[512];
+	ssize_t n = fgetxattr(fd, "system.posix_acl_access", b, sizeof(b));
+
+	if (n < 0 || n < 4 || (n - 4) % 8)
+		return false;
+	for (ssize_t i = 4; i < n; i += 8) {
+		uint16_t tag, perm;
+		uint32_t id;
+
+		memcpy(&tag, b + i, 2);
+		memcpy(&perm, b + i + 2, 2);
+		memcpy(&id, b + i + 4, 4);
+		if ((tag == ACL_TAG_USER && id != geteuid()) || tag == ACL_TAG_GROUP ||
+		    (tag == ACL_TAG_GROUP_OBJ && perm != 0))
+			return false;
+	}
+	return true;
 }
 
 int secret_file_open(const char *path, struct stat *ret_st)
@@ -361,7 +381,7 @@ int secret_file_open(const char *path, struct stat *ret_st)
 
 	if (fd < 0)
 		return fd;
-	if ((ret_st->st_mode & S_IRGRP) && !credential_of_ours(path, ret_st))
+	if ((ret_st->st_mode & S_IRGRP) && !acl_only_us(fd))
 		return -EPERM;
 	return TAKE_FD(fd);
 }

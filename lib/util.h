@@ -138,9 +138,9 @@ int owned_file_open(const char *path, mode_t forbidden, struct stat *ret_st);
 /*
  * Open @path, a file that holds a secret (a private key, a PIN), for
  * reading: owned_file_open() with neither group nor others allowed to
- * read or write it, but for a credential systemd handed the service
- * (a file of $CREDENTIALS_DIRECTORY whose group is ours: systemd 254+
- * makes them 0440), which its group may read.  The one check for every secret file the daemon
+ * read or write it; a group read bit is the mask of an ACL that grants
+ * read to no one but us (a systemd 254+ credential: root's 0400 file
+ * with user:<our uid>:r, shown as 0440).  The one check for every secret file the daemon
  * reads: keys, the TLS key, the PKCS#11 PIN; and the client's TLS key.
  */
 int secret_file_open(const char *path, struct stat *ret_st);

@@ -2,10 +2,12 @@
 # Run a command on this checkout inside a Debian root of another release
 # (tests/release/root.sh), in a private mount namespace: the cached root is
 # the lower layer of an overlay whose upper layer is thrown away after the
-# command, so every run starts from the same root and the cache is never
-# written; the checkout (its files, not build/) is copied to /src, the
-# cache outside the clone is bind-mounted at its own path, and the command
-# runs in /src as root.  Nothing is mounted outside the namespace.
+# command, so every run starts from the same root; the checkout (its
+# files, not build/) is copied to /src, the cache outside the clone is
+# bind-mounted at its own path (the lane keeps its fixture there), the
+# cached root itself read-only, and the command runs in /src as root.
+# Nothing is mounted outside the namespace.  Not a containment boundary:
+# root in the chroot is root (/dev and /sys are the host's).
 # What the command leaves in /out reaches the host directory $RELEASE_OUT
 # (bind-mounted there when set: e.g. the release's .debs, for tests/vm/).
 #   [RELEASE_OUT=DIR] tests/release/chroot.sh RELEASE COMMAND...
@@ -35,11 +37,15 @@ unshare -m --propagation private bash -euc '
 	mount --rbind /sys "$m/sys"
 	mount -t tmpfs tmpfs "$m/tmp"
 	mount -t tmpfs tmpfs "$m/run"
-	# The host's network, so its resolver and its names (localhost).
-	cp /etc/resolv.conf "$m/etc/resolv.conf"
-	cp /etc/hosts "$m/etc/hosts"
+	# The host network, so its resolver and its names (localhost); a
+	# link in the root is replaced, never followed to a host file.
+	cp --remove-destination /etc/resolv.conf "$m/etc/resolv.conf"
+	cp --remove-destination /etc/hosts "$m/etc/hosts"
 	mkdir -p "$m/src" "$m$MODSIGN_CACHE"
 	mount --bind "$MODSIGN_CACHE" "$m$MODSIGN_CACHE"
+	# The overlay lower layer must not change under it: read-only.
+	mount --bind "${root%/root}" "$m${root%/root}"
+	mount -o remount,bind,ro "$m${root%/root}"
 	if [ -n "$RELEASE_OUT" ]; then
 		mkdir -p "$m/out"
 		mount --bind "$RELEASE_OUT" "$m/out"

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -602,6 +603,29 @@ UNIT_TEST(private_files)
 	rmdir(dir);
 }
 
+/* set_acl FILE TAG ID GROUP_PERM: FILE's access ACL: the owner r, one
+ * named entry TAG (user 0x02, group 0x08) for ID with r, the owning group
+ * GROUP_PERM, the mask r, others nothing (linux/posix_acl_xattr.h). */
+static int set_acl(const char *file, uint16_t tag, uint32_t id, uint16_t group_perm)
+{
+	struct {
+		uint16_t tag, perm;
+		uint32_t id;
+	} e[] = { { 0x01, 4, UINT32_MAX }, { 0x04, group_perm, UINT32_MAX }, { tag, 4, id },
+		  { 0x10, 4, UINT32_MAX }, { 0x20, 0, UINT32_MAX } };
+	uint8_t b[4 + sizeof(e)];
+	uint32_t version = 2;
+
+	if (tag == 0x02) { /* entries in tag order, as the kernel wants */
+		e[2] = e[1];
+		e[1] = (__typeof__(e[1])){ tag, 4, id };
+	}
+
+	memcpy(b, &version, 4);
+	memcpy(b + 4, e, sizeof(e));
+	return setxattr(file, "system.posix_acl_access", b, sizeof(b), 0);
+}
+
 /* owned_file_open() as the client opens its configuration (ssh's
  * StrictModes): readable by all is fine, writable by group or others or
  * another user's file is refused, a FIFO at once. */
@@ -639,30 +663,25 @@ UNIT_TEST(owned_file)
 	/* Twin: a secret's stricter check on the same 0644 root file. */
 	(void)!chown(file, 0, 0);
 	CHECK_EQ("secret_file_open 0644 refused", secret_file_open(file, &st), -EPERM);
-	/* systemd 254+'s credentials: 0440, group ours, in
-	 * $CREDENTIALS_DIRECTORY; anywhere else, or another group's, or
-	 * group-writable, refused. */
+	/* systemd 254+'s credentials: root's 0400 file with an ACL entry
+	 * user:<the service>:r, shown as 0440.  An entry for us: read; for
+	 * another user, a named group, the owning group's read: refused,
+	 * as is a plain 0440 (no ACL: the group's own bits). */
 	chmod(file, 0440);
-	CHECK_EQ("secret_file_open 0440 outside the credentials refused",
-		 secret_file_open(file, &st), -EPERM);
-	setenv("CREDENTIALS_DIRECTORY", dir, 1);
-	fd = secret_file_open(file, &st);
-	CHECK("secret_file_open 0440 credential of our group read", fd >= 0 && close(fd) == 0);
-	(void)!chown(file, 0, 65534);
-	CHECK_EQ("secret_file_open 0440 credential of another group refused",
-		 secret_file_open(file, &st), -EPERM);
-	(void)!chown(file, 0, getegid());
-	chmod(file, 0460);
-	CHECK_EQ("secret_file_open group-writable credential refused",
-		 secret_file_open(file, &st), -EPERM);
-	chmod(file, 0444);
-	CHECK_EQ("secret_file_open world-readable credential refused",
-		 secret_file_open(file, &st), -EPERM);
-	setenv("CREDENTIALS_DIRECTORY", "/tmp/modsign-test-owned", 1);
-	chmod(file, 0440);
-	CHECK_EQ("secret_file_open 0440 in a directory that only shares the prefix refused",
-		 secret_file_open(file, &st), -EPERM);
-	unsetenv("CREDENTIALS_DIRECTORY");
+	CHECK_EQ("secret_file_open 0440 without an ACL refused", secret_file_open(file, &st),
+		 -EPERM);
+	chmod(file, 0400);
+	CHECK("secret_file_open ACL user:us:r read",
+	      set_acl(file, 0x02, geteuid(), 0) == 0 &&
+		      (fd = secret_file_open(file, &st)) >= 0 && close(fd) == 0 &&
+		      (st.st_mode & S_IRGRP));
+	CHECK("secret_file_open ACL user:nobody:r refused",
+	      set_acl(file, 0x02, 65534, 0) == 0 && secret_file_open(file, &st) == -EPERM);
+	CHECK("secret_file_open ACL group:nobody:r refused",
+	      set_acl(file, 0x08, 65534, 0) == 0 && secret_file_open(file, &st) == -EPERM);
+	CHECK("secret_file_open ACL user:us:r with the group's read refused",
+	      set_acl(file, 0x02, geteuid(), 4) == 0 && secret_file_open(file, &st) == -EPERM);
+	removexattr(file, "system.posix_acl_access");
 	unlink(file);
 	unlink(fifo);
 	rmdir(dir);
