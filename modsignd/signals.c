@@ -33,6 +33,21 @@ static void forward(int signo)
 	errno = saved;
 }
 
+/* In a child a library forks (p11-kit's "remote: |command" transport
+ * execs its helper): the signals as a new program expects them, not
+ * blocked and not forwarded to a main thread the child does not have, so
+ * that the library's SIGTERM at finalize still ends its helper. */
+static void child_reset(void)
+{
+	struct sigaction dfl = { .sa_handler = SIG_DFL };
+	sigset_t mask;
+
+	for (size_t i = 0; i < sizeof(daemon_signals) / sizeof(daemon_signals[0]); i++)
+		sigaction(daemon_signals[i], &dfl, NULL);
+	signals_mask(&mask);
+	pthread_sigmask(SIG_UNBLOCK, &mask, NULL);
+}
+
 int signals_block(void)
 {
 	struct sigaction sa;
@@ -51,5 +66,5 @@ int signals_block(void)
 	for (size_t i = 0; i < sizeof(daemon_signals) / sizeof(daemon_signals[0]); i++)
 		if (sigaction(daemon_signals[i], &sa, NULL) < 0)
 			return -errno;
-	return 0;
+	return -pthread_atfork(NULL, NULL, child_reset);
 }

@@ -19,6 +19,11 @@
  *   main thread, where it stays pending for the signalfd, instead of
  *   dying of it.  Until the loop runs the signals wait, pending: a SIGTERM
  *   during start-up stops the daemon as soon as it is ready.
+ *   A child a library forks gets them back as a new program expects
+ *   them (pthread_atfork); one made by posix_spawn or vfork does not.
+ *   A signal aimed at one thread the daemon started (tgkill to a worker)
+ *   stays pending there: only root or the daemon's uid can send it, and
+ *   kill and systemd signal the process.
  */
 
 /* The set of the daemon's signals. */
