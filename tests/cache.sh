@@ -100,3 +100,9 @@ apt_suite_download() {
 	(cd "$dest" && apt_suite "$suites" apt-get download -q "$@" >/dev/null 2>"$log") ||
 		{ tail -n 5 "$log" >&2; return 1; }
 }
+
+# fds_closed COMMAND...: run COMMAND with fds 3 to 9 closed.  mmdebstrap
+# hands apt a hook "cat >&N" with N its lowest free fd, and dash (/bin/sh)
+# takes one digit only: under bats (fds 3-5) with cache_lock's fd 9, N
+# was 11, "Bad fd number", and the image was never made.
+fds_closed() { "$@" 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-; }

@@ -15,7 +15,7 @@ declare -A group=(
 	# reference sign-file; kmod/xz-utils/zstd: modinfo, compressed modules.
 	[test]="softhsm2 opensc p11-kit-modules gnutls-bin systemd iproute2 socat
 		kmod xz-utils zstd python3 util-linux man-db linux-source
-		bats bats-assert bats-support strace"
+		bats bats-assert bats-support strace jq"
 	[fuzz]="clang libclang-rt-dev valgrind"
 	[qemu]="qemu-system-x86 busybox-static bc flex bison libelf-dev cpio dwarves"
 	[go]="golang-go golang-golang-x-mod-dev"   # tests/tlog-go

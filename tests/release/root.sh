@@ -30,7 +30,7 @@ rm -rf "$dir" && mkdir -p "$dir"
 mapfile -t srcs < <(debian_mirrors "$release")
 echo "release-root: mmdebstrap $release (${groups[*]}) ..." >&2
 start=$SECONDS
-mmdebstrap --variant=apt --mode=root \
+fds_closed mmdebstrap --variant=apt --mode=root \
 	--aptopt='APT::Install-Recommends "false"' \
 	--customize-hook='upload '"$REPO"'/tests/install-deps.sh /tmp/install-deps.sh' \
 	--customize-hook='chroot "$1" bash /tmp/install-deps.sh '"${groups[*]}" \

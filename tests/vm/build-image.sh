@@ -48,7 +48,7 @@ mapfile -t srcs < <(mirrors)
 inc=$(printf '%s,' "${guest_pkgs[@]}")
 echo "vm-image: mmdebstrap $release (${#guest_pkgs[@]} packages) ..." >&2
 start=$SECONDS
-mmdebstrap --variant=minbase --mode=root --include="${inc%,}" \
+fds_closed mmdebstrap --variant=minbase --mode=root --include="${inc%,}" \
 	--aptopt='APT::Install-Recommends "false"' \
 	--customize-hook='echo modsign-vm >"$1/etc/hostname"' \
 	--customize-hook='echo "/dev/vda / ext4 rw,errors=remount-ro 0 1" >"$1/etc/fstab"' \
