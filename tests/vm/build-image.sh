@@ -63,7 +63,9 @@ cp "$root"/boot/initrd.img-* "$IMG/initrd.img"
 # The guest kernel's modules stay in the image (bookworm's /lib/modules,
 # trixie's /usr/lib/modules; the initramfs loads virtio_blk and ext4 from
 # its own copy).
-mke2fs -q -t ext4 -L modsign-vm -d "$root" "$IMG/rootfs.img" 3G
+# stdout is the directory this script prints: mke2fs says "Creating
+# regular file" there when it makes the file.
+mke2fs -q -t ext4 -L modsign-vm -d "$root" "$IMG/rootfs.img" 3G >&2
 rm -rf "$root"
 echo "vm-image: $release made in $((SECONDS - start)) s" >&2
 cache_done "vm-image-$release" "$key"
