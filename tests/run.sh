@@ -26,7 +26,7 @@ trap 'rm -rf "$out"' EXIT
 "$REPO/tests/fixtures.sh" || { echo "FAIL fixtures: cannot prepare real modules and sign-file"; echo "0 passed, 1 failed"; exit 1; }
 
 # The suites: "NAME COMMAND...", one per line, per lane.
-fg=() bg=()
+fg=() bg=() kernels=()
 for t in "$B"/tests/test-*; do
 	[[ $t != *.d ]] && [ -x "$t" ] && fg+=("$(basename "$t") $t")
 done
@@ -41,7 +41,7 @@ done
 bg+=("release-trixie $REPO/tests/release/lane.sh trixie")
 if [ -z "${MODSIGN_SKIP_QEMU:-}" ]; then
 	for v in 6.1 6.12 7.3; do
-		bg+=("qemu-$v $REPO/tests/qemu/run.sh $v")
+		kernels+=("qemu-$v $REPO/tests/qemu/run.sh $v")
 	done
 fi
 
@@ -79,13 +79,17 @@ run_lane() {
 
 start=$SECONDS
 if [ -n "${MODSIGN_SERIAL:-}" ]; then
-	run_lane "${fg[@]}" "${bg[@]}"
+	run_lane "${fg[@]}" "${bg[@]}" "${kernels[@]}"
 else
+	# The kernels apart from the guests and the lane: in a fresh-cache
+	# run each chain alone took longer than the foreground (74 min).
 	(renice -n 10 -p "$BASHPID" >/dev/null; run_lane "${bg[@]}") >"$out/bg.txt" &
 	bgpid=$!
+	(renice -n 10 -p "$BASHPID" >/dev/null; run_lane "${kernels[@]}") >"$out/kernels.txt" &
+	kpid=$!
 	run_lane "${fg[@]}"
-	wait "$bgpid"
-	cat "$out/bg.txt"
+	wait "$bgpid" "$kpid"
+	cat "$out/bg.txt" "$out/kernels.txt"
 fi
 
 echo "== times (s), slowest first; $((SECONDS - start)) s in all"
