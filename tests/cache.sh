@@ -3,7 +3,8 @@
 # kept outside the clone, so that a fresh clone on the same machine reuses
 # it.  Each thing lives in $MODSIGN_CACHE/NAME-KEY, KEY a hash of every
 # input; a changed input is a new KEY, hence a new build, and the old
-# directories of that NAME are removed once the new one is complete.
+# directories of that NAME are removed once the new one is complete and
+# no one uses them (cache_done).
 # Functions only; sourcing this file starts nothing.
 #
 #   MODSIGN_CACHE   default /var/cache/modsign-tests (root: the tests run
@@ -24,16 +25,45 @@ cache_key() { sha256sum | cut -c1-16; }
 cache_dir() { echo "$MODSIGN_CACHE/$1-$2"; }
 
 # cache_ready DIR: DIR was completed (cache_done) and may be used as is.
-cache_ready() { [ -f "$1/.complete" ]; }
+# Marks it used now (its .complete's time), for cache_done's grace period.
+cache_ready() {
+	[ -f "$1/.complete" ] || return 1
+	touch -c "$1/.complete" 2> /dev/null
+	return 0
+}
 
-# cache_done NAME KEY: mark NAME-KEY complete and drop NAME's older keys.
+# cache_use DIR: hold a shared lock on DIR (fd 8) for the rest of the
+# calling shell, so that no cache_done drops it while it is used; fails
+# when DIR is not complete (it was dropped before the lock was taken).
+cache_use() {
+	exec 8<"$1/.complete" 2> /dev/null || return 1
+	flock -s 8
+}
+
+# cache_done NAME KEY: mark NAME-KEY complete and drop NAME's other keys
+# that no one uses: another run (a worktree with other inputs, a second
+# clone) may be using an older key right now.  A key is kept while a
+# cache_use lock is held on it, or when it was used (cache_ready) in the
+# last CACHE_GRACE_MIN minutes, which covers users that hold no lock (the
+# fixtures the suites read through build/fixtures for a whole run).  One
+# dropped is renamed under an exclusive lock, then removed, so that a
+# user arriving late finds it absent, never half-removed.  The caller
+# holds cache_lock NAME, so nobody is building another key of NAME.
+CACHE_GRACE_MIN=${CACHE_GRACE_MIN:-180}
 cache_done() {
-	local d
+	local d trash
 	touch "$MODSIGN_CACHE/$1-$2/.complete"
 	for d in "$MODSIGN_CACHE/$1"-*; do
 		[ "$d" = "$MODSIGN_CACHE/$1-$2" ] && continue
 		[[ ${d#"$MODSIGN_CACHE/$1"-} =~ ^[0-9a-f]{16}$ ]] || continue
-		rm -rf "$d"
+		trash=$MODSIGN_CACHE/.dropped-${d##*/}-$$
+		if [ -f "$d/.complete" ]; then
+			[ -z "$(find "$d/.complete" -mmin -"$CACHE_GRACE_MIN")" ] || continue
+			flock -n -x "$d/.complete" mv "$d" "$trash" 2> /dev/null || continue
+		else
+			mv "$d" "$trash" || continue
+		fi
+		rm -rf "$trash"
 	done
 }
 

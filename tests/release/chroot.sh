@@ -18,6 +18,9 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 release=$1
 shift
 root=$("$REPO/tests/release/root.sh" "$release")/root
+# Held for as long as the overlay is up: a run with other inputs (another
+# worktree) must not drop this root under it (tests/cache.sh cache_done).
+cache_use "${root%/root}" || { echo "the cached $release root went away: run again" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/release-$release.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/upper" "$work/work" "$work/merged"

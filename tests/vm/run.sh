@@ -37,7 +37,10 @@ echo "vm $release: packages built in $((SECONDS - t0)) s" >&2
 t0=$SECONDS
 mapfile -t deps < <(for d in "$P"/debs/*.deb; do dpkg-deb -f "$d" Depends; done |
 	tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/ //g' | sort -u)
+. "$REPO/tests/cache.sh"
 IMG=$("$REPO/tests/vm/build-image.sh" "$release" "${deps[@]}")
+# Held while the guest runs (tests/cache.sh cache_done).
+cache_use "$IMG" || { echo "the cached $release image went away: run again" >&2; exit 1; }
 echo "vm $release: image ready in $((SECONDS - t0)) s" >&2
 
 # Real modules from Debian's linux-image (tests/fixtures.sh).
