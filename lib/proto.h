@@ -41,7 +41,18 @@ static inline void json_object_putp(json_object **o)
 int proto_frame_take(const uint8_t *buf, size_t len, json_object **ret,
 		     size_t *ret_used);
 
-/* Serialise @obj as a frame into a new buffer.  -EMSGSIZE if too large. */
+/*
+ * @in (@n bytes of JSON text) with every non-ASCII character written as a
+ * \uXXXX escape (a surrogate pair beyond U+FFFF).  Returns 0 when @in is
+ * ASCII already (*@ret NULL), 1 with *@ret a new NUL-terminated copy of
+ * *@ret_len bytes, -EBADMSG for invalid UTF-8 or a raw character right
+ * after a backslash, -ENOMEM.  Both ends of a frame pass through it: the
+ * wire is ASCII (lib/proto.c says why).
+ */
+int proto_ascii(const uint8_t *in, size_t n, char **ret, size_t *ret_len);
+
+/* Serialise @obj as a frame into a new buffer, ASCII only (proto_ascii).
+ * -EMSGSIZE if too large. */
 int proto_frame_build(json_object *obj, uint8_t **ret, size_t *ret_len);
 
 /*

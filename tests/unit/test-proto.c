@@ -342,3 +342,89 @@ UNIT_TEST(envelope)
 }
 
 UNIT_MAIN()
+
+/* proto_ascii on @in: its return, and the text when it rewrote. */
+static int ascii_of(const char *in, char **out)
+{
+	size_t n = 0;
+
+	return proto_ascii((const uint8_t *)in, strlen(in), out, &n);
+}
+
+/* The wire is ASCII: json-c 0.18 refuses raw UTF-8 in strict mode. */
+UNIT_TEST(ascii_wire)
+{
+	static const struct {
+		const char *name, *in;
+	} bad[] = {
+		{ "overlong", "\"\xc0\x80\"" },
+		{ "overlong 3", "\"\xe0\x80\xaf\"" },
+		{ "surrogate", "\"\xed\xa0\x80\"" },
+		{ "beyond U+10FFFF", "\"\xf4\x90\x80\x80\"" },
+		{ "F5", "\"\xf5\x80\x80\x80\"" },
+		{ "truncated", "\"\xe2\x80" },
+		{ "stray continuation", "\"\x80\"" },
+		{ "raw character after a backslash", "\"\\\xe2\x80\x94\"" },
+	};
+	char *out = NULL;
+	size_t i;
+
+	CHECK("ascii: ASCII text is left as it is",
+	      ascii_of("{\"a\":\"x\\/y\\n\"}", &out) == 0 && !out);
+	CHECK("ascii: an em dash becomes \\u2014",
+	      ascii_of("\"\xe2\x80\x94 x\"", &out) == 1 && out &&
+		      strcmp(out, "\"\\u2014 x\"") == 0);
+	free(out);
+	out = NULL;
+	CHECK("ascii: beyond U+FFFF a surrogate pair",
+	      ascii_of("\"\xf0\x9f\x98\x80\"", &out) == 1 && out &&
+		      strcmp(out, "\"\\ud83d\\ude00\"") == 0);
+	free(out);
+	out = NULL;
+	CHECK("ascii: an escaped backslash then a character",
+	      ascii_of("\"\\\\\xc3\xa4\"", &out) == 1 && out &&
+		      strcmp(out, "\"\\\\\\u00e4\"") == 0);
+	free(out);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char name[96];
+
+		out = NULL;
+		snprintf(name, sizeof(name), "ascii: refused: %s", bad[i].name);
+		CHECK(name, ascii_of(bad[i].in, &out) == -EBADMSG && !out);
+	}
+}
+
+/* A checkpoint (an em dash, newlines) crosses the wire whole, from a peer
+ * that escapes and from one that sends raw UTF-8; bad UTF-8 is refused. */
+UNIT_TEST(utf8_frames)
+{
+	static const char note[] = "origin\n1\nroot=\n\n\xe2\x80\x94 origin sig\n";
+	static const char raw[] = "{\"id\":1,\"ok\":true,\"c\":\"\xe2\x80\x94 x\"}";
+	static const char bad[] = "{\"id\":1,\"ok\":true,\"c\":\"\xe2\x28\xa1\"}";
+	_cleanup_(json_object_putp) json_object *o = NULL, *got = NULL, *got2 = NULL;
+	_cleanup_(freep) uint8_t *buf = NULL;
+	json_object *bad_obj = NULL;
+	const char *s = NULL;
+	size_t len = 0, used = 0, i;
+	bool ascii = true;
+
+	o = proto_reply_new(1);
+	json_object_object_add(o, "checkpoint", json_object_new_string(note));
+	CHECK_EQ("utf8: build", proto_frame_build(o, &buf, &len), 0);
+	for (i = PROTO_HEADER_LEN; buf && i < len; i++)
+		ascii = ascii && buf[i] < 0x80;
+	CHECK("utf8: the frame built is ASCII", buf && ascii);
+	CHECK_EQ("utf8: taken back", buf ? proto_frame_take(buf, len, &got, &used) : -1, 1);
+	CHECK("utf8: the checkpoint is whole",
+	      got && proto_get_string(got, "checkpoint", 1024, true, &s) == 0 && s &&
+		      strcmp(s, note) == 0);
+	CHECK_EQ("utf8: raw UTF-8 from an older peer taken",
+		 take_raw(raw, strlen(raw), &got2, &used), 1);
+	s = NULL;
+	CHECK("utf8: raw UTF-8 string intact",
+	      got2 && proto_get_string(got2, "c", 64, true, &s) == 0 && s &&
+		      strcmp(s, "\xe2\x80\x94 x") == 0);
+	CHECK_EQ("utf8: invalid UTF-8 refused",
+		 take_raw(bad, strlen(bad), &bad_obj, &used), -EBADMSG);
+	CHECK("utf8: nothing returned for invalid UTF-8", !bad_obj);
+}
