@@ -67,6 +67,19 @@ cache_done() {
 	done
 }
 
+# cache_begin NAME KEY: take NAME's lock (cache_lock) and set CACHE_DIR to
+# NAME-KEY's directory.  Returns 0 when it is complete (use it as is), else
+# 1 with CACHE_DIR empty and ready to be made: what a killed run left there
+# (mmdebstrap's /proc and /sys mounts, half a root) is gone.
+cache_begin() {
+	CACHE_DIR=$(cache_dir "$1" "$2")
+	cache_lock "$1"
+	cache_ready "$CACHE_DIR" && return 0
+	{ findmnt -rno TARGET | grep "^$CACHE_DIR/" || true; } | sort -r | xargs -r umount -l
+	rm -rf "$CACHE_DIR" && mkdir -p "$CACHE_DIR"
+	return 1
+}
+
 # cache_lock NAME: hold an exclusive lock on NAME for the rest of the
 # calling shell (fd 9), so that two suites building the same thing side by
 # side build it once.

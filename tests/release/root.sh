@@ -17,16 +17,11 @@ groups=("${@:-build}")
 
 key=$({ echo "$release ${groups[*]}"; cat "$0" "$REPO/tests/install-deps.sh"
 	debian_mirrors "$release"; } | cache_key)
-dir=$(cache_dir "root-$release" "$key")
-cache_lock "root-$release"
-if cache_ready "$dir"; then
-	echo "$dir"
+if cache_begin "root-$release" "$key"; then
+	echo "$CACHE_DIR"
 	exit 0
 fi
-
-# An mmdebstrap that was killed can leave /proc and /sys mounted in root.
-{ findmnt -rno TARGET | grep "^$dir/" || true; } | sort -r | xargs -r umount -l
-rm -rf "$dir" && mkdir -p "$dir"
+dir=$CACHE_DIR
 mapfile -t srcs < <(debian_mirrors "$release")
 echo "release-root: mmdebstrap $release (${groups[*]}) ..." >&2
 start=$SECONDS

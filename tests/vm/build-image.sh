@@ -33,16 +33,11 @@ mirrors() {
 
 key=$({ echo "$release"; cat "$0" "$REPO/tests/vm/vm-check-runner.service"
 	printf '%s\n' "${guest_pkgs[@]}" | sort -u; mirrors; } | cache_key)
-IMG=$(cache_dir "vm-image-$release" "$key")
-cache_lock "vm-image-$release"
-if cache_ready "$IMG"; then
-	echo "$IMG"
+if cache_begin "vm-image-$release" "$key"; then
+	echo "$CACHE_DIR"
 	exit 0
 fi
-
-# An mmdebstrap that was killed can leave /proc and /sys mounted in root.
-{ findmnt -rno TARGET | grep "^$IMG/" || true; } | sort -r | xargs -r umount -l
-rm -rf "$IMG" && mkdir -p "$IMG"
+IMG=$CACHE_DIR
 root=$IMG/root
 mapfile -t srcs < <(mirrors)
 inc=$(printf '%s,' "${guest_pkgs[@]}")
