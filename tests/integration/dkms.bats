@@ -193,3 +193,39 @@ enrol_cert() {
 	refute_output --partial "modsign-client:"
 	assert_equal "$(modinfo -F signer "$MOD")" "dkms test key"
 }
+
+# DKMS's call itself, without DKMS: HASH first, the key an RFC 7512 URI
+# with other attributes and percent-encoding ("dk%6Ds" is "dkms").
+@test "dkms-call-form-pkcs11-uri-identical" {
+	start_daemon "$T/sock" --key "dkms=$T/rsa.pem"
+	cp "$(real_modules 1)" m.ko
+	"$C" strip m.ko
+	cp m.ko ref.ko
+	ref sha256 rsa.pem rsa.pem.crt ref.ko
+	MODSIGN_SERVER=unix:$T/sock "$C" sha256 \
+		'pkcs11:token=modsign;object=dk%6Ds;type=private' rsa.pem.crt m.ko
+	cmp ref.ko m.ko
+}
+
+@test "dkms-call-form-pkcs11-uri-refused" {
+	start_daemon "$T/sock" --key "dkms=$T/rsa.pem" --key other=ephemeral:rsa2048
+	cp "$(real_modules 1)" m.ko
+	"$C" strip m.ko
+	sum=$(sha m.ko)
+	export MODSIGN_SERVER=unix:$T/sock
+	# Another key's name: the certificate given is not its key's.
+	run "$C" sha256 pkcs11:object=other rsa.pem.crt m.ko
+	assert_failure
+	# Not a private key, an empty name, a NUL in it, no URI at all.
+	for k in 'pkcs11:object=dkms;type=cert' 'pkcs11:object=' 'pkcs11:object=dk%00ms' \
+		'pkcs11:object=%zz'; do
+		run "$C" sha256 "$k" rsa.pem.crt m.ko
+		assert_failure 2
+		assert_output "modsign-client: key '$k': not a pkcs11: URI of a daemon key (pkcs11:object=NAME, RFC 7512)"
+	done
+	assert_equal "$(sha m.ko)" "$sum"
+	# The name of no hash is still a command.
+	run "$C" sha1 pkcs11:object=dkms rsa.pem.crt m.ko
+	assert_failure 2
+	assert_output --partial "unknown command 'sha1'"
+}
