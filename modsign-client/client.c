@@ -178,9 +178,11 @@ int client_connect_spread(const struct global *g, const char *spread, size_t *fr
 			*from = k + 1;
 			return 0;
 		}
+		/* The module first: under DKMS (sign_file) this line is all
+		 * the build shows of why that module is unsigned. */
 		if (nt == 1 || k + 1 == nt)
-			warn_msg("cannot connect to modsignd at %s: %s", t[i].label,
-				 why ?: strerror(-r));
+			warn_msg("%s: not signed: cannot connect to modsignd at %s: %s", spread,
+				 t[i].label, why ?: strerror(-r));
 	}
 	*from = nt;
 	return r;
@@ -446,13 +448,26 @@ static int parse_global(int argc, char **argv, struct global *g, int *ret_ind)
 	return 0;
 }
 
+/*
+ * A call in sign-file's words: installed as scripts/sign-file, or handed
+ * sign-file's arguments by a program that runs a configured signer with
+ * them, as DKMS runs its sign_file ("$sign_file" HASH KEY X509 MODULE):
+ * `sign_file=/usr/bin/modsign-client` then works as it is.  No command
+ * and no global option is named like a hash, so a first argument that is
+ * one cannot mean anything else.
+ */
+static bool sign_file_call(int argc, char **argv)
+{
+	return strcmp(basename(argv[0]), "sign-file") == 0 ||
+	       (argc > 1 && digest_lookup(argv[1]));
+}
+
 int client_parse(struct global *g, int argc, char **argv, const char **ret_cmd,
 		 int *ret_ind)
 {
 	int ind, r;
 
-	/* Installed as scripts/sign-file, behave as it. */
-	if (strcmp(basename(argv[0]), "sign-file") == 0) {
+	if (sign_file_call(argc, argv)) {
 		r = parse_global(1, argv, g, &ind);
 		if (r != 0)
 			return r;

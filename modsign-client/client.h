@@ -68,8 +68,9 @@ void warn_write(const char *path, int r, const char *why);
  * Read the global options before the command, then the environment and
  * the config file, into @g.  On success (0) *@ret_cmd is the command's
  * name and *@ret_ind its index in @argv: invoked as "sign-file" (installed
- * as scripts/sign-file), the program is that command and takes no global
- * options.  --version prints and exits 0.  The usage lists the commands,
+ * as scripts/sign-file), or with a hash name (sha256, ...) as its first
+ * argument (DKMS's sign_file), the program is that command, *@ret_ind 0,
+ * and takes no global options.  --version prints and exits 0.  The usage lists the commands,
  * which this file does not know: CLIENT_HELP (--help) and
  * CLIENT_NO_COMMAND leave it to the caller (commands_usage()), to stdout
  * and stderr.  A usage error is printed and returns a negative errno.
@@ -99,7 +100,8 @@ int client_connect(const struct global *g, struct conn **ret);
  * did not answer says which one did.  Prints why not on failure.  Starts
  * at the *@from-th target in that order (0: the pick), and sets *@from
  * past the one connected, for a next call to try the others after it;
- * -ENOENT, unsaid, when none is left.
+ * -ENOENT, unsaid, when none is left.  When none answers, the one line
+ * names @spread: "MODULE: not signed: cannot connect to ...".
  */
 int client_connect_spread(const struct global *g, const char *spread, size_t *from,
 			  struct conn **ret);

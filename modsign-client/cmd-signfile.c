@@ -24,6 +24,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <p11-kit/uri.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -35,11 +36,85 @@
 #include "paths.h"
 #include "util.h"
 
-/* sign-file's KEY argument: "modsign:NAME" names a daemon key; a path or
- * pkcs11: URI of the unpatched kbuild means the default key. */
-static const char *key_arg(const char *arg)
+/* The bytes of attribute @type of @uri as a key name (*@ret, a new
+ * string), or *@ret NULL when the URI has none; -EINVAL for an empty one
+ * or one with a NUL (percent-encoded: %00), which no key is named. */
+static int uri_name(P11KitUri *uri, CK_ATTRIBUTE_TYPE type, char **ret)
 {
-	return strncmp(arg, "modsign:", 8) == 0 && arg[8] ? arg + 8 : NULL;
+	CK_ATTRIBUTE *a = p11_kit_uri_get_attribute(uri, type);
+
+	*ret = NULL;
+	if (!a)
+		return 0;
+	if (a->ulValueLen == 0 || a->ulValueLen == CK_UNAVAILABLE_INFORMATION ||
+	    memchr(a->pValue, 0, a->ulValueLen))
+		return -EINVAL;
+	*ret = strndup(a->pValue, a->ulValueLen);
+	return *ret ? 0 : -ENOMEM;
+}
+
+/* A pkcs11: KEY's daemon key: object=, else id=, else none (NULL). */
+static int key_from_uri(const char *arg, char **ret)
+{
+	P11KitUri *uri = p11_kit_uri_new();
+	CK_ATTRIBUTE *cls;
+	int r = -EINVAL;
+
+	*ret = NULL;
+	if (!uri)
+		return -ENOMEM;
+	if (p11_kit_uri_parse(arg, P11_KIT_URI_FOR_OBJECT_ON_TOKEN_AND_MODULE, uri) !=
+	    P11_KIT_URI_OK)
+		goto out;
+	cls = p11_kit_uri_get_attribute(uri, CKA_CLASS);
+	if (cls && (cls->ulValueLen != sizeof(CK_OBJECT_CLASS) ||
+		    *(CK_OBJECT_CLASS *)cls->pValue != CKO_PRIVATE_KEY))
+		goto out; /* type=cert or public: not a key to sign with */
+	r = uri_name(uri, CKA_LABEL, ret);
+	if (r == 0 && !*ret)
+		r = uri_name(uri, CKA_ID, ret);
+out:
+	p11_kit_uri_free(uri);
+	return r;
+}
+
+/*
+ * sign-file's KEY argument, as the daemon key it names (*@ret, a new
+ * string; NULL: the daemon's default key):
+ *
+ *   modsign:NAME         the key NAME;
+ *   pkcs11:URI           the key its object= names (else its id=, else the
+ *                        default key): RFC 7512's URI, parsed by p11-kit
+ *                        (percent-encoding, token=, type=private, id=).
+ *                        It is how modsign's PKCS#11 module names a daemon
+ *                        key (issue 32), so one DKMS line,
+ *                        mok_signing_key=pkcs11:object=NAME, works with
+ *                        this client as sign_file and with the kernel's
+ *                        sign-file through that module; and DKMS makes no
+ *                        key for a pkcs11: one (docs/KERNEL.md);
+ *   anything else        a key file of the unpatched kbuild: the default
+ *                        key.
+ *
+ * Which key signs is still pinned by X509 (batch_pin_cert()).  A pkcs11:
+ * URI that is malformed, names no private key or an empty name is
+ * refused: -EINVAL, said.
+ */
+static int key_arg(const char *arg, char **ret)
+{
+	int r;
+
+	*ret = NULL;
+	if (strncmp(arg, "modsign:", 8) == 0 && arg[8])
+		return (*ret = strdup(arg + 8)) ? 0 : -ENOMEM;
+	if (strncmp(arg, "pkcs11:", 7) != 0)
+		return 0;
+	r = key_from_uri(arg, ret);
+	if (r == -EINVAL)
+		warn_msg("key '%s': not a pkcs11: URI of a daemon key "
+			 "(pkcs11:object=NAME, RFC 7512)", arg);
+	else if (r < 0)
+		warn_msg("%s", strerror(-r));
+	return r;
 }
 
 /*
@@ -105,13 +180,14 @@ static int sign_file_attach(const char *sig, const char *hash, const char *x509,
 	return r < 0 ? 1 : 0;
 }
 
-/* sign-file's HASH KEY X509 into @o; the exit status if they are wrong. */
-static int sign_file_args(char **args, struct batch_opts *o)
+/* sign-file's HASH KEY X509 into @o, the key's name in *@keyname (the
+ * caller frees it after @o's use); the exit status if they are wrong. */
+static int sign_file_args(char **args, struct batch_opts *o, char **keyname)
 {
 	o->md = client_hash_arg(args[0]);
-	if (!o->md)
+	if (!o->md || key_arg(args[1], keyname) < 0)
 		return EXIT_USAGE;
-	o->key = key_arg(args[1]);
+	o->key = *keyname;
 	return batch_pin_cert(o, args[2]) < 0 ? 1 : 0;
 }
 
@@ -119,6 +195,7 @@ static int sign_file_args(char **args, struct batch_opts *o)
  * is "--batch". */
 static int sign_file_batch(const struct global *g, int argc, char **argv)
 {
+	_cleanup_(freep) char *keyname = NULL;
 	struct batch_opts o = { .sigfd = -1 };
 	struct pathlist paths = { 0 };
 	bool raw;
@@ -136,7 +213,7 @@ static int sign_file_batch(const struct global *g, int argc, char **argv)
 	} else if (argc - i != 3) {
 		warn_msg("usage: sign-file --batch [-dpk] <hash> <key> <x509> < list of modules");
 		r = EXIT_USAGE;
-	} else if ((r = sign_file_args(argv + i, &o)) == 0) {
+	} else if ((r = sign_file_args(argv + i, &o, &keyname)) == 0) {
 		r = batch_sign_paths(g, &o, &paths); /* each server's key checked first */
 	}
 	batch_opts_done(&o);
@@ -146,6 +223,7 @@ static int sign_file_batch(const struct global *g, int argc, char **argv)
 
 static int do_sign_file(const struct global *g, int argc, char **argv)
 {
+	_cleanup_(freep) char *keyname = NULL;
 	struct batch_opts o = { .sigfd = -1 };
 	const char *dest = NULL;
 	bool raw;
@@ -165,7 +243,7 @@ static int do_sign_file(const struct global *g, int argc, char **argv)
 		dest = argv[i + 4];
 	if (raw)
 		return sign_file_attach(argv[i], argv[i + 1], argv[i + 2], argv[i + 3], dest);
-	r = sign_file_args(argv + i, &o);
+	r = sign_file_args(argv + i, &o, &keyname);
 	if (r == 0)
 		r = batch_sign_one(g, &o, argv[i + 3], dest);
 	batch_opts_done(&o);
@@ -178,5 +256,7 @@ const struct client_cmd cmd_sign_file = {
 	.usage = "sign-file [-dpk] HASH KEY X509 MODULE [DEST]\n"
 		 "sign-file -s SIG HASH X509 MODULE [DEST]\n"
 		 "sign-file --batch [-dpk] HASH KEY X509 < MODULES",
-	.help = "scripts/sign-file drop-in (KEY: modsign:NAME)",
+	.help = "scripts/sign-file drop-in (KEY: modsign:NAME or\n"
+		"pkcs11:object=NAME); also run as sign-file, or\n"
+		"with HASH first (DKMS's sign_file)",
 };

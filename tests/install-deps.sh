@@ -21,9 +21,14 @@ declare -A group=(
 	[go]="golang-go golang-golang-x-mod-dev"   # tests/tlog-go
 	[deb]="debhelper dpkg-dev lintian"
 	[vm]="mmdebstrap qemu-utils e2fsprogs"     # tests/vm
+	# tests/integration/dkms.bats: Debian's dkms and the newest Debian
+	# kernel's headers (never the running kernel's tree: the suite
+	# installs into its own); v4l2loopback-dkms's source is fetched into
+	# the cache, not installed (its postinst would build for every kernel).
+	[dkms]="dkms linux-headers-amd64"
 )
 groups=("$@")
-[ ${#groups[@]} -gt 0 ] || groups=(build test fuzz qemu go deb vm)
+[ ${#groups[@]} -gt 0 ] || groups=(build test fuzz qemu go deb vm dkms)
 
 pkgs=()
 for g in "${groups[@]}"; do
