@@ -34,6 +34,9 @@ ALL_CFLAGS := -std=gnu11 $(WARN) $(HARDEN) $(CFLAGS) -Ilib -MMD -MP \
 LDFLAGS  ?=
 ALL_LDFLAGS := -pie -Wl,-z,relro,-z,now $(LDFLAGS)
 LIBS     := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcrypto -ljson-c)
+# The client alone reads compressed modules (modsign-client/compress.c).
+COMP_PKGS := liblzma libzstd zlib
+COMP_LIBS := $(shell pkg-config --libs $(COMP_PKGS) 2>/dev/null || echo -llzma -lzstd -lz)
 
 ifneq ($(SAN),)
 B        := build/san
@@ -67,7 +70,7 @@ $(B)/modsignd: $(DAEMON_OBJ) $(B)/libmodsign.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) -lpthread
 
 $(B)/modsign-client: $(CLIENT_OBJ) $(B)/libmodsign.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) $(COMP_LIBS)
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -89,13 +92,14 @@ $(B)/obj/genkey_template.o: $(B)/genkey_template.c
 $(B)/tests/%: tests/unit/%.c $(B)/libmodsign.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Imodsignd -Imodsign-client $(ALL_LDFLAGS) -o $@ \
-		$(filter-out %.a,$^) $(filter %.a,$^) $(LIBS) -lpthread
+		$(filter-out %.a,$^) $(filter %.a,$^) $(LIBS) $(COMP_LIBS) -lpthread
 $(B)/tests/test-policy: $(B)/obj/modsignd/policy.o
 $(B)/tests/test-admission: $(B)/obj/modsignd/admission.o
 $(B)/tests/test-options: $(B)/obj/modsignd/options.o $(B)/obj/modsignd/policy.o \
 			 $(B)/obj/modsignd/log.o
-$(B)/tests/test-modfile: $(B)/obj/modsign-client/modfile.o
-$(B)/tests/test-paths: $(B)/obj/modsign-client/paths.o
+$(B)/tests/test-modfile: $(B)/obj/modsign-client/modfile.o $(B)/obj/modsign-client/compress.o
+$(B)/tests/test-compress: $(B)/obj/modsign-client/compress.o
+$(B)/tests/test-paths: $(B)/obj/modsign-client/paths.o $(B)/obj/modsign-client/compress.o
 $(B)/tests/test-translog: $(B)/obj/modsignd/translog.o
 $(B)/tests/test-conn: $(B)/obj/modsign-client/conn.o $(B)/obj/modsign-client/conn-tls.o
 $(B)/tests/test-rpc: $(B)/obj/modsign-client/rpc.o $(B)/obj/modsign-client/conn.o \

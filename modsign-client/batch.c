@@ -41,8 +41,10 @@
  * window and group commit"). */
 #define SIGN_WINDOW PROTO_SIGN_WINDOW
 /* Descriptors a module in flight holds: the module, its directory, the
- * directory of its detached signature. */
-#define SIGN_ITEM_FDS 3
+ * directory of its detached signature, and a compressed module's
+ * decompressed copy (modfile.h; in memory: a window of 1024 Debian 13
+ * modules holds about 120 MB of it). */
+#define SIGN_ITEM_FDS 4
 /* Descriptors kept for the rest: standard streams, the connections, the
  * key's and certificate's files, OpenSSL's. */
 #define SIGN_FD_RESERVE 64

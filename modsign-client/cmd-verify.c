@@ -10,42 +10,43 @@
 #include "client.h"
 #include "commands.h"
 #include "modfile.h"
+#include "paths.h"
 #include "pkcs7.h"
 #include "util.h"
 #include "verify.h"
 
-/* Check @path's signature against @cert: 0 and *@ret_hash, or -errno
- * and *@ret_why (static text, NULL: verify_reason()). */
-static int verify_check(const char *path, X509 *cert, const char **ret_hash,
-			const char **ret_why)
+/* Check @path's signature against @cert, with @m: 0 and *@ret_hash, or
+ * -errno and *@ret_why (static text or in @m, NULL: verify_reason()). */
+static int verify_check(const char *path, X509 *cert, struct modfile *m,
+			const char **ret_hash, const char **ret_why)
 {
 	_cleanup_(freep) uint8_t *sig = NULL;
-	struct modfile m;
 	int r;
 
 	*ret_why = NULL;
-	r = modfile_open(path, false, &m, ret_why);
+	r = modfile_open(path, false, m, ret_why);
 	if (r < 0) {
 		*ret_why = *ret_why ?: strerror(-r); /* the file's, not a signature's */
 		return r;
 	}
-	if (m.sig.sig_len == 0) {
-		modfile_close(&m);
+	if (m->sig.sig_len == 0) {
+		modfile_close(m);
 		*ret_why = "not signed";
 		return -ENODATA;
 	}
-	r = modfile_read_sig(&m, &sig);
+	r = modfile_read_sig(m, &sig);
 	if (r >= 0)
-		r = pkcs7_verify_module(sig, m.sig.sig_len, cert, m.fd, m.sig.body_len,
+		r = pkcs7_verify_module(sig, m->sig.sig_len, cert, m->fd, m->sig.body_len,
 					ret_hash);
-	modfile_close(&m);
+	modfile_close(m);
 	return r;
 }
 
 static int verify_one(const char *path, X509 *cert, json_object *json)
 {
 	const char *why, *hash = NULL;
-	int r = verify_check(path, cert, &hash, &why);
+	struct modfile m; /* its reason outlives its close, for the message */
+	int r = verify_check(path, cert, &m, &hash, &why);
 	json_object *o;
 
 	if (!json) {
@@ -104,32 +105,38 @@ static int do_verify(const struct global *g, int argc, char **argv)
 		{ "cert", required_argument, NULL, 'c' },
 		{ "key", required_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "recursive", required_argument, NULL, 'r' },
 		{}
 	};
 	_cleanup_(X509_freep) X509 *cert = NULL;
 	_cleanup_(json_object_putp) json_object *json = NULL;
+	_cleanup_(pathlist_free) struct pathlist trees = { 0 }, paths = { 0 };
 	const char *cert_path = NULL, *key = NULL;
 	int o, failed = 0;
 
 	optind = 1;
-	while ((o = getopt_long(argc, argv, "+", opts, NULL)) != -1) {
+	while ((o = getopt_long(argc, argv, "+r:", opts, NULL)) != -1) {
 		if (o == 'c')
 			cert_path = optarg;
 		else if (o == 'k')
 			key = optarg;
 		else if (o == 'j' && !json && !(json = json_object_new_array()))
 			return 1;
-		else if (o != 'j')
+		else if (o == 'r' && pathlist_add(&trees, optarg) < 0)
+			return 1;
+		else if (o != 'j' && o != 'r')
 			return EXIT_USAGE;
 	}
-	if (optind >= argc) {
-		warn_msg("verify: no modules given");
-		return EXIT_USAGE;
+	if (pathlist_collect(argc - optind, argv + optind, &trees, false, &paths) < 0)
+		return 1;
+	if (paths.n == 0) {
+		warn_msg(trees.n ? "verify: no modules found" : "verify: no modules given");
+		return trees.n ? 1 : EXIT_USAGE;
 	}
 	if (load_verify_cert(g, cert_path, key, &cert) < 0)
 		return 1;
-	for (int i = optind; i < argc; i++)
-		failed += verify_one(argv[i], cert, json) < 0;
+	for (size_t i = 0; i < paths.n; i++)
+		failed += verify_one(paths.v[i], cert, json) < 0;
 	if (json)
 		print_json(json, failed);
 	return failed ? 1 : 0;
@@ -138,6 +145,6 @@ static int do_verify(const struct global *g, int argc, char **argv)
 const struct client_cmd cmd_verify = {
 	.name = "verify",
 	.fn = do_verify,
-	.usage = "verify [--cert CERT | --key NAME] FILE...",
+	.usage = "verify [--cert CERT | --key NAME] [--json] [--recursive DIR]... FILE...",
 	.help = "check signatures by the kernel's rules",
 };

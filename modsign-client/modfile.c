@@ -2,18 +2,31 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "compress.h"
 #include "modfile.h"
 #include "util.h"
+
+_printf_(3, 4) static int say(struct modfile *m, int r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(m->why, sizeof(m->why), fmt, ap);
+	va_end(ap);
+	return r;
+}
 
 /* The body must be exactly the ELF image: more is a damaged or truncated
  * signature (its magic gone, so it would be taken for module data and a
@@ -86,16 +99,92 @@ static int open_in_dir(const char *path, struct modfile *m)
 	return fd;
 }
 
+/*
+ * The format @head (@len bytes of the file's start) is in must be the
+ * one its name says: kmod picks a decoder by the data, the kernel by its
+ * configuration, and a re-sign writes the format of the name; a name
+ * that says otherwise is refused rather than guessed at.
+ */
+static int check_format(struct modfile *m, const uint8_t *head, size_t len,
+			const char **ret_err)
+{
+	const struct compressor *by_data = compress_by_magic(head, len);
+	const struct compressor *by_name = compress_by_suffix(m->path);
+
+	m->comp = by_data;
+	if (by_data == by_name)
+		return 0;
+	if (by_data)
+		say(m, 0, "%s data, but its name does not end in %s", by_data->name,
+		    by_data->suffix);
+	else
+		say(m, 0, "not %s data, though its name ends in %s", by_name->name,
+		    by_name->suffix);
+	*ret_err = m->why;
+	return -ENOEXEC;
+}
+
+/* A compressed module, decoded into an unnamed file in memory that
+ * becomes m->fd (m->file stays the file on disk). */
+static int decompress(struct modfile *m, const char **ret_err)
+{
+	char buf[96];
+	int fd = memfd_create("modsign-module", MFD_CLOEXEC), r;
+
+	if (fd < 0)
+		return -errno;
+	r = m->comp->decode(m->file, fd, MODFILE_MAX_DECOMPRESSED);
+	if (r < 0) {
+		close(fd);
+		if (r == -EFBIG)
+			say(m, r, "%s data decompresses to more than %u MiB: refused",
+			    m->comp->name, MODFILE_MAX_DECOMPRESSED >> 20);
+		else
+			say(m, r, "%s", compress_strerror(m->comp, r, buf, sizeof(buf)));
+		*ret_err = m->why;
+		return r;
+	}
+	m->fd = fd;
+	return 0;
+}
+
+/* What the module is: the file, or its decompressed copy; its size in
+ * *@ret_size. */
+static int open_content(struct modfile *m, off_t *ret_size, const char **ret_err)
+{
+	uint8_t head[MODSIG_ELF_HDR_LEN];
+	struct stat st;
+	ssize_t n = pread(m->file, head, sizeof(head), 0);
+	int r;
+
+	if (n < 0)
+		return -errno;
+	r = check_format(m, head, (size_t)n, ret_err);
+	if (r < 0 || !m->comp) {
+		*ret_size = m->st.st_size;
+		return r;
+	}
+	r = decompress(m, ret_err);
+	if (r < 0)
+		return r;
+	if (fstat(m->fd, &st) < 0)
+		return -errno;
+	*ret_size = st.st_size;
+	return 0;
+}
+
 int modfile_open(const char *path, bool for_write, struct modfile *ret,
 		 const char **ret_err)
 {
 	uint8_t tail[MODSIG_TRAILER_LEN], head[MODSIG_ELF_HDR_LEN];
 	uint64_t elf_end;
 	size_t tail_len;
+	off_t size = 0;
 	ssize_t n;
 	int r;
 
-	*ret = (struct modfile){ .path = path, .fd = -1, .out = -1, .dirfd = -1 };
+	*ret = (struct modfile){ .path = path, .fd = -1, .file = -1, .out = -1,
+				 .plain = -1, .dirfd = -1 };
 	*ret_err = NULL;
 	if (for_write)
 		ret->fd = open_in_dir(path, ret);
@@ -108,6 +197,7 @@ int modfile_open(const char *path, bool for_write, struct modfile *ret,
 			*ret_err = "is a symbolic link (sign its target)";
 		return r;
 	}
+	ret->file = ret->fd;
 	if (fstat(ret->fd, &ret->st) < 0) {
 		r = -errno;
 		goto fail;
@@ -123,20 +213,23 @@ int modfile_open(const char *path, bool for_write, struct modfile *ret,
 		*ret_err = "file is read-only";
 		goto fail;
 	}
+	r = open_content(ret, &size, ret_err);
+	if (r < 0)
+		goto fail;
 	n = pread(ret->fd, head, sizeof(head), 0);
 	if (n < 0 || modsig_elf_end(head, (size_t)n, &elf_end) < 0) {
 		r = -ENOEXEC;
-		*ret_err = "not an ELF file (a compressed module? decompress it first)";
+		*ret_err = ret->comp ? "not an ELF file once decompressed" :
+				       "not an ELF file, nor a compressed module";
 		goto fail;
 	}
-	tail_len = (size_t)ret->st.st_size < sizeof(tail) ? (size_t)ret->st.st_size :
-							    sizeof(tail);
-	n = pread(ret->fd, tail, tail_len, ret->st.st_size - (off_t)tail_len);
+	tail_len = (size_t)size < sizeof(tail) ? (size_t)size : sizeof(tail);
+	n = pread(ret->fd, tail, tail_len, size - (off_t)tail_len);
 	if (n != (ssize_t)tail_len) {
 		r = n < 0 ? -errno : -EIO;
 		goto fail;
 	}
-	r = modsig_parse(tail, tail_len, (size_t)ret->st.st_size, &ret->sig);
+	r = modsig_parse(tail, tail_len, (size_t)size, &ret->sig);
 	if (r < 0) {
 		*ret_err = r == -ENOPKG ? "signature is not PKCS#7" :
 					  "corrupt signature trailer";
@@ -152,12 +245,16 @@ void modfile_close(struct modfile *m)
 {
 	if (m->fd < 0) /* never opened, or closed already */
 		return;
+	if (m->file >= 0 && m->file != m->fd)
+		close(m->file);
+	if (m->plain >= 0 && m->plain != m->fd)
+		close(m->plain);
 	close(m->fd);
 	if (m->out >= 0) /* the new file; unnamed, so dropped, unless committed */
 		close(m->out);
 	if (m->dirfd >= 0)
 		close(m->dirfd);
-	m->fd = m->out = m->dirfd = -1;
+	m->fd = m->file = m->plain = m->out = m->dirfd = -1;
 }
 
 int modfile_digest(struct modfile *m, const struct digest *md, uint8_t *out,
@@ -246,7 +343,7 @@ static bool unchanged(const struct modfile *m)
 {
 	struct stat now, named;
 
-	if (fstat(m->fd, &now) < 0 || now.st_size != m->st.st_size ||
+	if (fstat(m->file, &now) < 0 || now.st_size != m->st.st_size ||
 	    now.st_mtim.tv_sec != m->st.st_mtim.tv_sec ||
 	    now.st_mtim.tv_nsec != m->st.st_mtim.tv_nsec)
 		return false;
@@ -254,16 +351,6 @@ static bool unchanged(const struct modfile *m)
 		return true;
 	return fstatat(m->dirfd, m->name, &named, AT_SYMLINK_NOFOLLOW) == 0 &&
 	       named.st_dev == now.st_dev && named.st_ino == now.st_ino;
-}
-
-_printf_(3, 4) static int say(struct modfile *m, int r, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(m->why, sizeof(m->why), fmt, ap);
-	va_end(ap);
-	return r;
 }
 
 /* flock(LOCK_EX), but -EBUSY once @deadline (now_ms()) has passed: a
@@ -366,6 +453,70 @@ static int link_temp(struct modfile *m, char *tmp, size_t size)
 	return say(m, -EEXIST, "%s next to it keeps coming back", tmp);
 }
 
+/* The name of group @gid, or its number, for a message. */
+static const char *group_name(gid_t gid, char *buf, size_t size)
+{
+	struct group *g = getgrgid(gid);
+
+	if (g)
+		snprintf(buf, size, "'%s'", g->gr_name);
+	else
+		snprintf(buf, size, "%u", (unsigned)gid);
+	return buf;
+}
+
+/*
+ * In place, the new file takes the module's owner and group.  Only root
+ * gives a file to another user, and a user gives one only to a group
+ * they are in; sign-file, which rewrites the file itself, needs neither.
+ * The usual case is the caller's own module in a group not theirs (root
+ * copied it in and changed only its owner): the owner is kept, and the
+ * new file stays in the caller's group when that changes nobody's
+ * access, i.e. the mode gives the group nothing that others lack (0644,
+ * 0755).  Otherwise it is refused, saying which cannot be kept and what
+ * to do: the rename stays atomic, and no one's access changes silently.
+ */
+static int keep_owner(struct modfile *m, const char **ret_err)
+{
+	mode_t mode = m->st.st_mode;
+	char g[64];
+
+	if (m->st.st_uid == geteuid() && m->st.st_gid == getegid())
+		return 0;
+	if (fchown(m->out, m->st.st_uid, m->st.st_gid) == 0)
+		return 0;
+	*ret_err = m->why;
+	if (errno != EPERM)
+		return say(m, -errno, "cannot keep its owner and group");
+	if (m->st.st_uid != geteuid())
+		return say(m, -EPERM,
+			   "cannot keep its owner (uid %u): only root can give a file to "
+			   "another user; sign it as root or as uid %u",
+			   (unsigned)m->st.st_uid, (unsigned)m->st.st_uid);
+	if ((((mode >> 3) & 07) & ~(mode & 07)) == 0)
+		return 0; /* the group has no more than others: nothing changes */
+	return say(m, -EPERM,
+		   "cannot keep its group %s (you are not in it; the owner is kept), and its "
+		   "mode %04o gives that group more than others: chgrp it to a group of "
+		   "yours, or sign it as root",
+		   group_name(m->st.st_gid, g, sizeof(g)), (unsigned)(mode & 07777));
+}
+
+/* Where the new module is built before it is compressed into m->out:
+ * the decompressed module itself (ours, in memory: its body is already
+ * there), or a new file in memory with the plain module's body. */
+static int prepare_plain(struct modfile *m)
+{
+	if (m->comp) {
+		m->plain = m->fd;
+		return 0;
+	}
+	m->plain = memfd_create("modsign-module", MFD_CLOEXEC);
+	if (m->plain < 0)
+		return -errno;
+	return copy_body(m->fd, m->plain, m->sig.body_len);
+}
+
 /* modfile_prepare() once m->dirfd and m->name say where the new file
  * goes. */
 static int prepare_in_dir(struct modfile *m, const char **ret_err)
@@ -381,16 +532,49 @@ static int prepare_in_dir(struct modfile *m, const char **ret_err)
 	/* Held until we exit: see link_temp(). */
 	if (flock(m->out, LOCK_EX) < 0)
 		return (*ret_err = "cannot lock the new module"), -errno;
-	r = m->detached ? 0 : copy_body(m->fd, m->out, m->sig.body_len);
+	m->out_comp = m->detached ? NULL : compress_by_suffix(m->name);
+	if (m->detached)
+		r = 0;
+	else if (m->out_comp)
+		r = prepare_plain(m);
+	else
+		r = copy_body(m->fd, m->out, m->sig.body_len);
 	if (r < 0)
 		return (*ret_err = r == -ESTALE ? NULL : "cannot write the new module"), r;
 	if (!m->in_place)
 		return 0;
 	if (fchmod(m->out, m->st.st_mode & 07777) < 0)
 		return (*ret_err = "cannot set the mode"), -errno;
-	if ((m->st.st_uid != geteuid() || m->st.st_gid != getegid()) &&
-	    fchown(m->out, m->st.st_uid, m->st.st_gid) < 0)
-		return (*ret_err = "cannot keep the owner"), -errno;
+	return keep_owner(m, ret_err);
+}
+
+/*
+ * The new module, complete in m->plain, compressed into m->out and
+ * synced: an installed module replaced by one a crash left empty would
+ * not load.  m->plain, when it is m->fd, is the decompressed module
+ * rewritten here: nothing reads it after a commit.
+ */
+static int compress_out(struct modfile *m, const uint8_t *sig, size_t sig_len,
+			const char **ret_err)
+{
+	char buf[96];
+	size_t len = m->sig.body_len + (sig ? sig_len + MODSIG_TRAILER_LEN : 0);
+	int r;
+
+	if (ftruncate(m->plain, (off_t)m->sig.body_len) < 0 ||
+	    lseek(m->plain, (off_t)m->sig.body_len, SEEK_SET) < 0)
+		return (*ret_err = "cannot write the new module"), -errno;
+	r = sig ? write_signature(m->plain, sig, sig_len) : 0;
+	if (r < 0)
+		return (*ret_err = "cannot write the new module"), r;
+	r = m->out_comp->encode(m->plain, len, m->out);
+	if (r < 0) {
+		*ret_err = m->why;
+		return say(m, r, "cannot compress the new module: %s",
+			   compress_strerror(m->out_comp, r, buf, sizeof(buf)));
+	}
+	if (fdatasync(m->out) < 0)
+		return (*ret_err = "cannot sync the new module"), -errno;
 	return 0;
 }
 
@@ -426,7 +610,11 @@ int modfile_commit(struct modfile *m, const uint8_t *sig, size_t sig_len,
 	m->why[0] = '\0';
 	if (m->out < 0)
 		return -EBADF;
-	if (sig) {
+	if (m->out_comp) {
+		r = compress_out(m, sig, sig_len, ret_err);
+		if (r < 0)
+			return r;
+	} else if (sig) {
 		r = m->detached ? write_full(m->out, sig, sig_len) :
 				  write_signature(m->out, sig, sig_len);
 		if (r < 0)
@@ -461,8 +649,9 @@ int modfile_write_detached_at(struct modfile *m, int dirfd, const char *name,
 	/* A second writer on the same open module: its descriptor is
 	 * borrowed (unchanged() checks it), and so is @dirfd; the rest is
 	 * this writer's. */
-	struct modfile d = { .path = m->path, .fd = m->fd, .st = m->st, .sig = m->sig,
-			     .dest = name, .out = -1, .dirfd = dirfd, .detached = true };
+	struct modfile d = { .path = m->path, .fd = m->fd, .file = m->file, .st = m->st,
+			     .sig = m->sig, .dest = name, .out = -1, .plain = -1,
+			     .dirfd = dirfd, .detached = true };
 	int r;
 
 	*ret_err = NULL;

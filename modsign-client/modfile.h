@@ -13,6 +13,15 @@
  * (or, for a copy, when the copy is prepared); every later step is
  * relative to that descriptor, so whoever can rename a directory on the
  * path cannot redirect the new file into another directory.
+ *
+ * A compressed module (NAME.ko.xz, .ko.zst, .ko.gz: compress.h) is
+ * decompressed, once, when opened, into an unnamed file in memory, at
+ * most MODFILE_MAX_DECOMPRESSED bytes; everything below reads and signs
+ * that, the module the kernel sees.  Its data must be of the format its
+ * name says.  Written back (in place, or to a destination whose name
+ * has a compressed suffix), it is compressed again as the kernel's
+ * modules_install does, into the unnamed new file, which is synced
+ * before the rename: an installed module is not to be lost to a crash.
  */
 
 #include <limits.h>
@@ -25,13 +34,25 @@
 #include "digest.h"
 #include "modsig.h"
 
+/* A decompressed module larger than this is refused (-EFBIG): 8 times
+ * the largest of Debian 13's (amdgpu.ko, 30 MB), and the cap on what a
+ * crafted small file (a decompression bomb) makes us hold in memory. */
+#define MODFILE_MAX_DECOMPRESSED (256u << 20)
+
+struct compressor;
+
 struct modfile {
 	const char *path; /* borrowed */
-	int fd;
-	struct stat st;
-	struct modsig_info sig;
+	int fd;           /* the module: the file, or its decompressed copy */
+	int file;         /* the file on disk (== fd unless compressed) */
+	const struct compressor *comp; /* its compression; NULL: none */
+	struct stat st;   /* of the file on disk */
+	struct modsig_info sig; /* of the module (decompressed) */
 	const char *dest; /* borrowed: where modfile_commit() puts it */
 	int out;          /* the unnamed new file, -1 until prepared */
+	const struct compressor *out_comp; /* how it is compressed; NULL: not */
+	int plain;        /* compressed out: the new module before compression
+			   * (fd, reused, if compressed too), -1 if none */
 	bool in_place;    /* dest is the module: keep its mode and owner */
 	bool detached;    /* dest gets the signature alone (MODULE.p7s) */
 	int dirfd;        /* O_PATH: dest's directory, -1 until known */
@@ -41,10 +62,12 @@ struct modfile {
 
 /*
  * Open @path and inspect its signature trailer.  Refuses what is not a
- * regular ELF file or has a corrupt trailer.  With @for_write (to replace
- * it in place), also refuses a symbolic link and a read-only file, and
- * keeps its directory open.  On failure returns a negative errno and sets
- * *@ret_err to a reason (static text, or NULL to use strerror).
+ * regular ELF file (or one compressed as its name says) or has a corrupt
+ * trailer; corrupt, truncated or too large compressed data too.  With
+ * @for_write (to replace it in place), also refuses a symbolic link and
+ * a read-only file, and keeps its directory open.  On failure returns a
+ * negative errno and sets *@ret_err to a reason (static text, text in
+ * @ret, or NULL to use strerror).
  */
 int modfile_open(const char *path, bool for_write, struct modfile *ret,
 		 const char **ret_err);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "client.h"
+#include "compress.h"
 #include "macro.h"
 #include "paths.h"
 
@@ -37,9 +38,7 @@ static struct pathlist *walk_list;
 static int walk_one(const char *path, const struct stat *st _unused_, int type,
 		    struct FTW *ftw _unused_)
 {
-	size_t n = strlen(path);
-
-	if (type == FTW_F && n > 3 && strcmp(path + n - 3, ".ko") == 0)
+	if (type == FTW_F && compress_is_module_name(path))
 		return pathlist_add(walk_list, path) < 0 ? -1 : 0;
 	return 0;
 }

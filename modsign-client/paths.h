@@ -15,8 +15,10 @@ struct pathlist {
 
 int pathlist_add(struct pathlist *l, const char *path);
 
-/* Every regular file named *.ko under @dir, in sorted order.  Symbolic links
- * are not followed. */
+/* Every regular file named *.ko, *.ko.xz, *.ko.zst or *.ko.gz (compress.h)
+ * under @dir, in sorted order: an installed /usr/lib/modules/VERSION.
+ * Symbolic links are not followed, to files or to directories: a link in
+ * the tree leads nowhere out of it (nor in twice). */
 int pathlist_add_tree(struct pathlist *l, const char *dir);
 
 /* One path per line (blank lines skipped). */
@@ -26,7 +28,7 @@ void pathlist_free(struct pathlist *l);
 
 /*
  * The modules a command names: each of @argv ("-": one per line from
- * stdin), every *.ko under each of @trees (--recursive), then stdin's
+ * stdin), every module under each of @trees (--recursive), then stdin's
  * lines if @use_stdin.  Says why on stderr when a tree cannot be read.
  */
 int pathlist_collect(int argc, char **argv, const struct pathlist *trees,

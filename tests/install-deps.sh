@@ -8,7 +8,8 @@ set -euo pipefail
 
 declare -A group=(
 	[build]="gcc make pkg-config libssl-dev libjson-c-dev openssl
-		libsystemd-dev libp11-dev libp11-kit-dev p11-kit"
+		libsystemd-dev libp11-dev libp11-kit-dev p11-kit
+		liblzma-dev libzstd-dev zlib1g-dev"
 	# softhsm2/opensc/p11-kit-modules/gnutls-bin: PKCS#11 tokens, the
 	# p11-kit proxy, certtool; systemd: systemd-socket-activate;
 	# iproute2/socat: namespaces and the HSM link; linux-source: the

@@ -230,18 +230,18 @@ UNIT_TEST(refusals)
 	put(in(d, "text.ko"), "hello, world: not an ELF file at all, not one bit of it.\n",
 	    57, NULL, 0, 0644);
 	refused("not ELF", in(d, "text.ko"), false, -ENOEXEC,
-		"not an ELF file (a compressed module? decompress it first)");
+		"not an ELF file, nor a compressed module");
 	put(in(d, "short.ko"), elf, 40, NULL, 0, 0644);
 	refused("shorter than an ELF header", in(d, "short.ko"), false, -ENOEXEC,
-		"not an ELF file (a compressed module? decompress it first)");
+		"not an ELF file, nor a compressed module");
 	memcpy(buf, elf, ELF_LEN);
 	buf[4] = 3;
 	put(in(d, "class.ko"), buf, ELF_LEN, NULL, 0, 0644);
 	refused("ELF of class 3", in(d, "class.ko"), false, -ENOEXEC,
-		"not an ELF file (a compressed module? decompress it first)");
+		"not an ELF file, nor a compressed module");
 	put(in(d, "empty.ko"), "", 0, NULL, 0, 0644);
 	refused("empty file", in(d, "empty.ko"), false, -ENOEXEC,
-		"not an ELF file (a compressed module? decompress it first)");
+		"not an ELF file, nor a compressed module");
 
 	put(in(d, "trunc.ko"), elf, ELF_LEN - 1, NULL, 0, 0644);
 	refused("truncated by one byte", in(d, "trunc.ko"), false, -EBADMSG,
