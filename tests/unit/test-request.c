@@ -294,7 +294,7 @@ UNIT_TEST(replies)
 		printf("#   %s\n", e ?: "?");
 		return;
 	}
-	o = reply_status(11, &ks);
+	o = reply_status(11, &ks, NULL, NULL);
 	CHECK("status reply: v, id, ok",
 	      o && proto_check_envelope(o, &(uint64_t){ 0 }) == 0 &&
 		      json_object_get_int64(json_object_object_get(o, "id")) == 11 &&
