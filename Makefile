@@ -27,7 +27,9 @@ CC       ?= gcc
 PKGS     := libssl libcrypto json-c libsystemd libp11 p11-kit-1
 WARN     := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
             -Wvla -Wformat=2 -Wwrite-strings -Wno-format-nonliteral -Werror
-HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
+# -fPIC, not -fPIE: the client's objects are linked into the PKCS#11
+# module (a shared object) as they are into the client.
+HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIC
 CFLAGS   ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(HARDEN) $(CFLAGS) -Ilib -MMD -MP \
               -DMODSIGN_VERSION='"$(VERSION)"' $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -44,6 +46,7 @@ endif
 LIB_SRC    := $(wildcard lib/*.c)
 DAEMON_SRC := $(wildcard modsignd/*.c)
 CLIENT_SRC := $(wildcard modsign-client/*.c)
+P11_SRC    := $(wildcard pkcs11-module/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test-*.c)
 
 # One client, linked against the shared libraries (a leaner second build
@@ -55,7 +58,7 @@ LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/obj/%.o) $(B)/obj/genkey_template.o
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-all: $(B)/modsignd $(B)/modsign-client
+all: $(B)/modsignd $(B)/modsign-client $(B)/modsign-pkcs11.so
 
 # Made afresh: "ar r" into the old archive would keep the object of a
 # lib/ file since deleted.
@@ -68,6 +71,17 @@ $(B)/modsignd: $(DAEMON_OBJ) $(B)/libmodsign.a
 
 $(B)/modsign-client: $(CLIENT_OBJ) $(B)/libmodsign.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS)
+
+# The PKCS#11 module (docs/PKCS11-MODULE.md): the client's connection,
+# config and requests, the very objects the client links, and the
+# module's own; only C_GetFunctionList is exported, so no name of ours
+# meets one of the program that loads it.
+P11_OBJ := $(P11_SRC:%.c=$(B)/obj/%.o) $(addprefix $(B)/obj/modsign-client/,\
+	   conn.o conn-tls.o rpc.o client.o)
+$(B)/obj/pkcs11-module/%.o: ALL_CFLAGS += -Imodsign-client
+$(B)/modsign-pkcs11.so: $(P11_OBJ) $(B)/libmodsign.a pkcs11-module/exports.map
+	$(CC) -shared -Wl,-z,relro,-z,now,-z,defs -Wl,--version-script=pkcs11-module/exports.map \
+		$(LDFLAGS) -o $@ $(P11_OBJ) $(B)/libmodsign.a $(LIBS) -lpthread
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
