@@ -54,6 +54,8 @@ struct session {
 	const struct p11_mech *mech; /* NULL: none */
 	size_t key;
 	EVP_MD_CTX *md;   /* hash-and-sign: the data hashed so far */
+	uint8_t in[P11_MAX_PREHASHED]; /* else: the digest given so far */
+	size_t in_len;
 	bool updated;     /* C_SignUpdate called: C_Sign is no longer allowed */
 };
 
@@ -105,6 +107,7 @@ static void session_reset_sign(struct session *s)
 	EVP_MD_CTX_free(s->md);
 	s->md = NULL;
 	s->mech = NULL;
+	s->in_len = 0;
 	s->updated = false;
 }
 
@@ -656,6 +659,15 @@ static CK_RV mod_SignInit(CK_SESSION_HANDLE h, CK_MECHANISM_PTR mech, CK_OBJECT_
 	return leave(CKR_OK);
 }
 
+/* More than any digest, to a mechanism that takes one: the caller meant
+ * to send data, which never leaves the module. */
+static CK_RV too_long(const struct session *s, size_t len)
+{
+	say("key %s: %zu bytes or more to sign: a digest is expected (hash the data, "
+	    "or use a hash-and-sign mechanism)", tok.keys[s->key].name, len);
+	return CKR_DATA_LEN_RANGE;
+}
+
 /* The hash and digest this operation sends: of the data hashed here, or
  * named by the caller's input (a DigestInfo, a raw ECDSA digest). */
 static CK_RV sign_digest(struct session *s, const uint8_t *data, size_t len,
@@ -671,11 +683,8 @@ static CK_RV sign_digest(struct session *s, const uint8_t *data, size_t len,
 		*digest_len = dl;
 		return CKR_OK;
 	}
-	if (len > P11_MAX_PREHASHED) {
-		say("key %s: %zu bytes to sign: a digest is expected (the data is hashed "
-		    "by the caller, or use a hash-and-sign mechanism)", tok.keys[s->key].name, len);
-		return CKR_DATA_LEN_RANGE;
-	}
+	if (len > P11_MAX_PREHASHED)
+		return too_long(s, len);
 	if (s->mech->type == CKM_RSA_PKCS) {
 		if (p11_digestinfo_parse(data, len, md, &d, digest_len) < 0) {
 			say("key %s: CKM_RSA_PKCS input is not a DigestInfo of " DIGEST_NAMES,
@@ -828,11 +837,20 @@ static CK_RV mod_SignUpdate(CK_SESSION_HANDLE h, CK_BYTE_PTR data, CK_ULONG len)
 		return leave(CKR_OPERATION_NOT_INITIALIZED);
 	if (!data && len)
 		return leave(CKR_ARGUMENTS_BAD);
-	/* Only the hash-and-sign mechanisms are multi-part. */
-	if (!s->mech->hash || !EVP_DigestUpdate(s->md, data, len)) {
-		rv = s->mech->hash ? CKR_FUNCTION_FAILED : CKR_FUNCTION_NOT_SUPPORTED;
+	/* The hash-and-sign mechanisms hash; the others (single-part in the
+	 * standard, multi-part for tools that always update) keep a digest's
+	 * worth and refuse more. */
+	if (!s->mech->hash && s->in_len + len > sizeof(s->in)) {
+		rv = too_long(s, s->in_len + len);
 		session_reset_sign(s);
 		return leave(rv);
+	}
+	if (!s->mech->hash) {
+		memcpy(s->in + s->in_len, data, len);
+		s->in_len += len;
+	} else if (!EVP_DigestUpdate(s->md, data, len)) {
+		session_reset_sign(s);
+		return leave(CKR_FUNCTION_FAILED);
 	}
 	s->updated = true;
 	return leave(CKR_OK);
@@ -848,10 +866,10 @@ static CK_RV mod_SignFinal(CK_SESSION_HANDLE h, CK_BYTE_PTR out, CK_ULONG_PTR ou
 	s = session_get(h);
 	if (!s)
 		return leave(CKR_SESSION_HANDLE_INVALID);
-	if (!s->mech || !s->mech->hash)
+	if (!s->mech)
 		return leave(CKR_OPERATION_NOT_INITIALIZED);
 	s->updated = true;
-	return leave(sign_finish(s, NULL, 0, out, out_len));
+	return leave(sign_finish(s, s->in, s->in_len, out, out_len));
 }
 
 /* ---- the function list -------------------------------------------------- */
