@@ -228,3 +228,13 @@ PY
 	run openssl cms -verify -binary -inform DER -in data.p7s -CAfile "$F/ec.crt" -purpose any
 	assert_failure
 }
+
+@test "pkcs11-initialize-finalize-and-fork" {
+	# Each step's refusal twin is in the script: a second C_Initialize,
+	# a forked child before its own C_Initialize, calls after C_Finalize.
+	run python3 "$REPO/tests/p11-fork.py" "$P11" ec
+	assert_success
+	assert_output --partial "PASS p11-child-not-initialized"
+	assert_output --partial "PASS p11-parent-signs-after-child"
+	refute_output --partial "FAIL"
+}
