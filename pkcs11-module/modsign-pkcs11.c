@@ -15,11 +15,19 @@
  * the parent's connection without a word on it (the TLS session is the
  * parent's) and starts afresh.  C_Finalize returns everything to the
  * state before the first C_Initialize.
+ *
+ * OpenSSL: every call runs with a library context of the module's own
+ * (the default provider alone) as the thread's default, so that the
+ * module's hashing, verifying and TLS never reach the caller's providers:
+ * loaded by OpenSSL's pkcs11-provider, which is loaded into the caller's
+ * default context, the module verifying a signature through it would
+ * call itself back (a deadlock on our lock; seen with sign-file).
  */
 #define _GNU_SOURCE /* program_invocation_short_name */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +35,7 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
+#include <openssl/provider.h>
 
 #include "cert.h"
 #include "client.h"
@@ -71,6 +80,9 @@ static struct token {
 	struct p11_object objs[MAX_OBJECTS];
 	size_t n_objs;
 	struct session sessions[MAX_SESSIONS];
+	OSSL_LIB_CTX *libctx;   /* ours, with the default provider */
+	OSSL_PROVIDER *provider;
+	OSSL_LIB_CTX *caller_libctx; /* the thread's default while we run */
 } tok = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* ---- messages ----------------------------------------------------------- */
@@ -133,6 +145,33 @@ static void token_reset(void)
 	client_done(&tok.g);
 	memset(&tok.g, 0, sizeof(tok.g));
 	tok.initialized = false;
+}
+
+/* Our own library context, made once: freeing it at C_Finalize while the
+ * caller may hold objects of OpenSSL's that named it is not worth the
+ * risk for a few kilobytes. */
+static CK_RV libctx_make(void)
+{
+	if (tok.libctx)
+		return CKR_OK;
+	tok.libctx = OSSL_LIB_CTX_new();
+	tok.provider = tok.libctx ? OSSL_PROVIDER_load(tok.libctx, "default") : NULL;
+	if (!tok.provider) {
+		OSSL_LIB_CTX_free(tok.libctx);
+		tok.libctx = NULL;
+		return CKR_HOST_MEMORY;
+	}
+	return CKR_OK;
+}
+
+static void libctx_enter(void)
+{
+	tok.caller_libctx = OSSL_LIB_CTX_set0_default(tok.libctx);
+}
+
+static void libctx_leave(void)
+{
+	OSSL_LIB_CTX_set0_default(tok.caller_libctx);
 }
 
 /* The connection, opened on first use and again after it failed. */
@@ -213,11 +252,13 @@ static CK_RV enter(void)
 		pthread_mutex_unlock(&tok.lock);
 		return CKR_CRYPTOKI_NOT_INITIALIZED;
 	}
+	libctx_enter();
 	return CKR_OK;
 }
 
 static CK_RV leave(CK_RV rv)
 {
+	libctx_leave();
 	pthread_mutex_unlock(&tok.lock);
 	return rv;
 }
@@ -250,6 +291,11 @@ static CK_RV mod_Initialize(CK_VOID_PTR args)
 	if (a && a->CreateMutex && !(a->flags & CKF_OS_LOCKING_OK))
 		return CKR_CANT_LOCK;
 	pthread_mutex_lock(&tok.lock);
+	if (libctx_make() != CKR_OK) {
+		pthread_mutex_unlock(&tok.lock);
+		return CKR_HOST_MEMORY;
+	}
+	libctx_enter();
 	if (tok.initialized && tok.pid == getpid())
 		return leave(CKR_CRYPTOKI_ALREADY_INITIALIZED);
 	if (tok.initialized) {
@@ -898,8 +944,9 @@ EXPORT CK_RV C_GetFunctionList(CK_FUNCTION_LIST_PTR_PTR ret)
  */
 __attribute__((constructor)) static void functions_fill(void)
 {
-	void (**slot)(void) = (void (**)(void))((char *)&functions + sizeof(CK_VERSION));
-	size_t n = (sizeof(functions) - sizeof(CK_VERSION)) / sizeof(*slot);
+	size_t first = offsetof(CK_FUNCTION_LIST, C_Initialize);
+	void (**slot)(void) = (void (**)(void))((char *)&functions + first);
+	size_t n = (sizeof(functions) - first) / sizeof(*slot);
 
 	for (size_t i = 0; i < n; i++)
 		slot[i] = (void (*)(void))not_supported;

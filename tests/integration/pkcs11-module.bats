@@ -238,3 +238,75 @@ PY
 	assert_output --partial "PASS p11-parent-signs-after-child"
 	refute_output --partial "FAIL"
 }
+
+# OpenSSL's pkcs11-provider: bookworm's sign-file (6.1) loads it for a
+# pkcs11: key.  Debian 12 has it only in bookworm-backports: the package
+# is fetched once into the cache with a private apt configuration
+# (tests/cache.sh), never installed; OPENSSL_MODULES points at it.
+provider_dir() {
+	local d
+	. "$REPO/tests/cache.sh"
+	if [ -e /usr/lib/x86_64-linux-gnu/ossl-modules/pkcs11.so ]; then
+		echo /usr/lib/x86_64-linux-gnu/ossl-modules
+		return
+	fi
+	d=$(cache_dir pkcs11-provider "$(echo bookworm-backports pkcs11-provider | cache_key)")
+	if ! cache_ready "$d"; then
+		rm -rf "$d" && mkdir -p "$d"
+		apt_suite_download "$d/deb" bookworm-backports pkcs11-provider >&2 || return 1
+		dpkg-deb -x "$d"/deb/*.deb "$d/x" && cache_done pkcs11-provider "${d##*-}" || return 1
+	fi
+	echo "$d/x/usr/lib/x86_64-linux-gnu/ossl-modules"
+}
+
+# The kernel's sign-file, unpatched, with a CONFIG_MODULE_SIG_KEY-style URI.
+p11_sign_file() { # HASH URI CERT MODULE
+	OPENSSL_MODULES=$PROV PKCS11_PROVIDER_MODULE=$P11 "$FIX/sign-file" "$@"
+}
+
+@test "pkcs11-kernel-sign-file-byte-identical" {
+	PROV=$(provider_dir) || skip "no pkcs11-provider (bookworm-backports unreachable)"
+	for m in $(real_modules 3); do
+		n=$(basename "$m")
+		cp "$m" "p11-$n"
+		"$C" strip "p11-$n" >/dev/null
+		cp "p11-$n" "ref-$n"
+		"$FIX/sign-file" sha256 "$F/rsa.pem" "$F/rsa.crt" "ref-$n"
+		run p11_sign_file sha256 "pkcs11:object=rsa" "$F/rsa.crt" "p11-$n"
+		assert_success
+		run cmp "ref-$n" "p11-$n"
+		assert_success
+		run cms_verify_module "p11-$n" "$F/rsa.crt"
+		assert_success
+	done
+	grep -q '"module":"pkcs11:object=rsa (by sign-file)","result":"ok"' "$F/modsignd.log"
+	# Twin: a byte of the signed module's code changed, it no longer verifies.
+	python3 - "p11-$n" <<'PY'
+import sys
+p = sys.argv[1]; d = bytearray(open(p, 'rb').read()); d[100] ^= 1
+open(p, 'wb').write(d)
+PY
+	run cms_verify_module "p11-$n" "$F/rsa.crt"
+	assert_failure
+}
+
+@test "pkcs11-kernel-sign-file-ecdsa-and-refused-key" {
+	PROV=$(provider_dir) || skip "no pkcs11-provider (bookworm-backports unreachable)"
+	m=$(real_modules 1)
+	cp "$m" ec.ko
+	"$C" strip ec.ko >/dev/null
+	cp ec.ko other.ko
+	run p11_sign_file sha256 "pkcs11:object=ec" "$F/ec.crt" ec.ko
+	assert_success
+	run "$C" verify --key ec ec.ko
+	assert_success
+	run "$C" verify --key rsa ec.ko
+	assert_failure
+	# Twin: the key root is not granted: sign-file fails, the module
+	# stays unsigned.
+	"$C" cert --key other >other.crt 2>/dev/null || openssl x509 -in "$F/ec.crt" -out other.crt
+	run p11_sign_file sha256 "pkcs11:object=other" other.crt other.ko
+	assert_failure
+	run "$C" verify --key other other.ko
+	assert_failure
+}
