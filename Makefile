@@ -20,6 +20,11 @@ UNITDIR  ?= $(or $(if $(filter /usr,$(PREFIX)),$(shell pkg-config \
                 --variable=systemdsystemunitdir systemd 2>/dev/null)),$(PREFIX)/lib/systemd/system)
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 SYSCONFDIR ?= /etc
+# The PKCS#11 module: where p11-kit looks for modules named without a path
+# (Debian's multiarch $(libdir)/pkcs11), and p11-kit's module files.
+MULTIARCH ?= $(shell $(CC) -print-multiarch 2>/dev/null)
+PKCS11DIR ?= $(PREFIX)/lib/$(if $(MULTIARCH),$(MULTIARCH)/)pkcs11
+P11KITMODDIR ?= $(PREFIX)/share/p11-kit/modules
 B        := build
 SAN      ?=
 
@@ -155,6 +160,10 @@ install: all
 	install -m 0644 systemd/modsignd.conf.example $(DESTDIR)$(DATADIR)/modsignd.conf.example
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0644 man/modsign-client.1 $(DESTDIR)$(MANDIR)/man1/
+	install -d $(DESTDIR)$(PKCS11DIR) $(DESTDIR)$(P11KITMODDIR)
+	install -m 0644 $(B)/modsign-pkcs11.so $(DESTDIR)$(PKCS11DIR)/
+	echo "module: $(PKCS11DIR)/modsign-pkcs11.so" >$(DESTDIR)$(P11KITMODDIR)/modsign.module
+	chmod 0644 $(DESTDIR)$(P11KITMODDIR)/modsign.module
 	install -m 0644 man/modsignd.conf.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 man/modsignd.8 $(DESTDIR)$(MANDIR)/man8/
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR)
