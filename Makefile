@@ -107,7 +107,7 @@ $(B)/obj/genkey_template.o: $(B)/genkey_template.c
 # below; linked whole, before the library they use) and the library.
 $(B)/tests/%: tests/unit/%.c $(B)/libmodsign.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Imodsignd -Imodsign-client $(ALL_LDFLAGS) -o $@ \
+	$(CC) $(ALL_CFLAGS) -Imodsignd -Imodsign-client -Ipkcs11-module $(ALL_LDFLAGS) -o $@ \
 		$(filter-out %.a,$^) $(filter %.a,$^) $(LIBS) -lpthread
 $(B)/tests/test-policy: $(B)/obj/modsignd/policy.o
 $(B)/tests/test-admission: $(B)/obj/modsignd/admission.o
@@ -115,6 +115,7 @@ $(B)/tests/test-options: $(B)/obj/modsignd/options.o $(B)/obj/modsignd/policy.o 
 			 $(B)/obj/modsignd/log.o
 $(B)/tests/test-modfile: $(B)/obj/modsign-client/modfile.o
 $(B)/tests/test-paths: $(B)/obj/modsign-client/paths.o
+$(B)/tests/test-p11-sign: $(B)/obj/pkcs11-module/p11-sign.o
 $(B)/tests/test-translog: $(B)/obj/modsignd/translog.o
 $(B)/tests/test-conn: $(B)/obj/modsign-client/conn.o $(B)/obj/modsign-client/conn-tls.o
 $(B)/tests/test-rpc: $(B)/obj/modsign-client/rpc.o $(B)/obj/modsign-client/conn.o \
