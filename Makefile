@@ -86,7 +86,7 @@ P11_OBJ := $(P11_SRC:%.c=$(B)/obj/%.o) $(addprefix $(B)/obj/modsign-client/,\
 $(B)/obj/pkcs11-module/%.o: ALL_CFLAGS += -Imodsign-client
 $(B)/modsign-pkcs11.so: $(P11_OBJ) $(B)/libmodsign.a pkcs11-module/exports.map
 	$(CC) -shared -Wl,-z,relro,-z,now,-z,defs -Wl,--version-script=pkcs11-module/exports.map \
-		$(LDFLAGS) -o $@ $(P11_OBJ) $(B)/libmodsign.a $(LIBS) -lpthread
+		$(filter -fsanitize=%,$(ALL_LDFLAGS)) $(LDFLAGS) -o $@ $(P11_OBJ) $(B)/libmodsign.a $(LIBS) -lpthread
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
