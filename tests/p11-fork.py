@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """modsign-pkcs11.so's lifecycle through its function list (ctypes): a
-second C_Initialize, C_Finalize and again, and fork as p11-kit asks
+second C_Initialize, C_Finalize and again, 8 threads at once, and fork as p11-kit asks
 (the child sees CKR_CRYPTOKI_NOT_INITIALIZED until its own C_Initialize;
 the parent's connection still signs).  Prints PASS/FAIL lines; exits 1
 on any FAIL.  Usage: p11-fork.py MODULE KEY (a granted EC key's name)."""
 import ctypes as C
 import os
 import sys
+import threading
 
 OK, NOT_INIT, ALREADY = 0, 0x190, 0x191
 CKF_SERIAL_SESSION, CKA_CLASS, CKA_LABEL, CKO_PRIVATE_KEY, CKM_ECDSA = 4, 0, 3, 3, 0x1041
@@ -95,6 +96,22 @@ if pid == 0:
 _, status = os.waitpid(pid, 0)
 fails += status != 0
 check("p11-parent-signs-after-child", sign(h), OK)
+# Threads (ctypes drops the GIL in foreign calls): 8 sessions signing at
+# once through the one connection, every signature made.
+results = []
+
+
+def worker():
+    rv, th = session()
+    results.extend(sign(th) if rv == OK else rv for _ in range(10))
+
+
+threads = [threading.Thread(target=worker) for _ in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+check("p11-threads-all-sign", sum(r != OK for r in results) + (len(results) != 80), 0)
 check("p11-finalize", fin(None), OK)
 check("p11-after-finalize-not-initialized", getinfo(info), NOT_INIT)
 check("p11-initialize-again", init(None), OK)
