@@ -20,6 +20,11 @@ UNITDIR  ?= $(or $(if $(filter /usr,$(PREFIX)),$(shell pkg-config \
                 --variable=systemdsystemunitdir systemd 2>/dev/null)),$(PREFIX)/lib/systemd/system)
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 SYSCONFDIR ?= /etc
+# The PKCS#11 module: where p11-kit looks for modules named without a path
+# (Debian's multiarch $(libdir)/pkcs11), and p11-kit's module files.
+MULTIARCH ?= $(shell $(CC) -print-multiarch 2>/dev/null)
+PKCS11DIR ?= $(PREFIX)/lib/$(if $(MULTIARCH),$(MULTIARCH)/)pkcs11
+P11KITMODDIR ?= $(PREFIX)/share/p11-kit/modules
 B        := build
 SAN      ?=
 
@@ -27,7 +32,9 @@ CC       ?= gcc
 PKGS     := libssl libcrypto json-c libsystemd libp11 p11-kit-1
 WARN     := -Wall -Wextra -Wshadow -Wmissing-prototypes -Wstrict-prototypes \
             -Wvla -Wformat=2 -Wwrite-strings -Wno-format-nonliteral -Werror
-HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE
+# -fPIC, not -fPIE: the client's objects are linked into the PKCS#11
+# module (a shared object) as they are into the client.
+HARDEN   := -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIC
 CFLAGS   ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(HARDEN) $(CFLAGS) -Ilib -MMD -MP \
               -DMODSIGN_VERSION='"$(VERSION)"' $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -47,6 +54,7 @@ endif
 LIB_SRC    := $(wildcard lib/*.c)
 DAEMON_SRC := $(wildcard modsignd/*.c)
 CLIENT_SRC := $(wildcard modsign-client/*.c)
+P11_SRC    := $(wildcard pkcs11-module/*.c)
 UNIT_SRC   := $(wildcard tests/unit/test-*.c)
 
 # One client, linked against the shared libraries (a leaner second build
@@ -58,7 +66,7 @@ LIB_OBJ    := $(LIB_SRC:%.c=$(B)/obj/%.o)
 DAEMON_OBJ := $(DAEMON_SRC:%.c=$(B)/obj/%.o) $(B)/obj/genkey_template.o
 UNIT_BIN   := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
 
-all: $(B)/modsignd $(B)/modsign-client
+all: $(B)/modsignd $(B)/modsign-client $(B)/modsign-pkcs11.so
 
 # Made afresh: "ar r" into the old archive would keep the object of a
 # lib/ file since deleted.
@@ -71,6 +79,17 @@ $(B)/modsignd: $(DAEMON_OBJ) $(B)/libmodsign.a
 
 $(B)/modsign-client: $(CLIENT_OBJ) $(B)/libmodsign.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) $(COMP_LIBS)
+
+# The PKCS#11 module (docs/PKCS11-MODULE.md): the client's connection,
+# config and requests, the very objects the client links, and the
+# module's own; only C_GetFunctionList is exported, so no name of ours
+# meets one of the program that loads it.
+P11_OBJ := $(P11_SRC:%.c=$(B)/obj/%.o) $(addprefix $(B)/obj/modsign-client/,\
+	   conn.o conn-tls.o rpc.o client.o)
+$(B)/obj/pkcs11-module/%.o: ALL_CFLAGS += -Imodsign-client
+$(B)/modsign-pkcs11.so: $(P11_OBJ) $(B)/libmodsign.a pkcs11-module/exports.map
+	$(CC) -shared -Wl,-z,relro,-z,now,-z,defs -Wl,--version-script=pkcs11-module/exports.map \
+		$(filter -fsanitize=%,$(ALL_LDFLAGS)) $(LDFLAGS) -o $@ $(P11_OBJ) $(B)/libmodsign.a $(LIBS) -lpthread
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -91,7 +110,7 @@ $(B)/obj/genkey_template.o: $(B)/genkey_template.c
 # below; linked whole, before the library they use) and the library.
 $(B)/tests/%: tests/unit/%.c $(B)/libmodsign.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -Imodsignd -Imodsign-client $(ALL_LDFLAGS) -o $@ \
+	$(CC) $(ALL_CFLAGS) -Imodsignd -Imodsign-client -Ipkcs11-module $(ALL_LDFLAGS) -o $@ \
 		$(filter-out %.a,$^) $(filter %.a,$^) $(LIBS) $(COMP_LIBS) -lpthread
 $(B)/tests/test-policy: $(B)/obj/modsignd/policy.o
 $(B)/tests/test-admission: $(B)/obj/modsignd/admission.o
@@ -100,6 +119,7 @@ $(B)/tests/test-options: $(B)/obj/modsignd/options.o $(B)/obj/modsignd/policy.o 
 $(B)/tests/test-modfile: $(B)/obj/modsign-client/modfile.o $(B)/obj/modsign-client/compress.o
 $(B)/tests/test-compress: $(B)/obj/modsign-client/compress.o
 $(B)/tests/test-paths: $(B)/obj/modsign-client/paths.o $(B)/obj/modsign-client/compress.o
+$(B)/tests/test-p11-sign: $(B)/obj/pkcs11-module/p11-sign.o
 $(B)/tests/test-translog: $(B)/obj/modsignd/translog.o
 $(B)/tests/test-conn: $(B)/obj/modsign-client/conn.o $(B)/obj/modsign-client/conn-tls.o
 $(B)/tests/test-rpc: $(B)/obj/modsign-client/rpc.o $(B)/obj/modsign-client/conn.o \
@@ -145,6 +165,10 @@ install: all
 	install -m 0644 systemd/modsignd.conf.example $(DESTDIR)$(DATADIR)/modsignd.conf.example
 	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
 	install -m 0644 man/modsign-client.1 $(DESTDIR)$(MANDIR)/man1/
+	install -d $(DESTDIR)$(PKCS11DIR) $(DESTDIR)$(P11KITMODDIR)
+	install -m 0644 $(B)/modsign-pkcs11.so $(DESTDIR)$(PKCS11DIR)/
+	echo "module: $(PKCS11DIR)/modsign-pkcs11.so" >$(DESTDIR)$(P11KITMODDIR)/modsign.module
+	chmod 0644 $(DESTDIR)$(P11KITMODDIR)/modsign.module
 	install -m 0644 man/modsignd.conf.5 $(DESTDIR)$(MANDIR)/man5/
 	install -m 0644 man/modsignd.8 $(DESTDIR)$(MANDIR)/man8/
 	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR)

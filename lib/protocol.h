@@ -35,6 +35,7 @@
 #define PROTO_F_DEFAULT        "default"
 #define PROTO_F_HEALTH         "health"
 #define PROTO_F_HEALTH_ERROR   "health_error"
+#define PROTO_F_GRANTED        "granted"  /* may the asker sign with it */
 
 /* cert, sign */
 #define PROTO_F_KEY         "key"

@@ -87,8 +87,11 @@ static int status_key(json_object *o, struct rpc_key *k)
 	    get_str(o, PROTO_F_SERIAL, PROTO_MAX_FRAME, true, &k->serial) < 0 ||
 	    proto_get_bool(o, PROTO_F_DEFAULT, &k->is_default) < 0 ||
 	    get_str(o, PROTO_F_HEALTH, PROTO_MAX_NAME, false, &k->health) < 0 ||
-	    get_str(o, PROTO_F_HEALTH_ERROR, PROTO_MAX_ERROR, false, &k->health_error) < 0)
+	    get_str(o, PROTO_F_HEALTH_ERROR, PROTO_MAX_ERROR, false, &k->health_error) < 0 ||
+	    proto_get_bool(o, PROTO_F_GRANTED, &k->granted) < 0)
 		return -EBADMSG;
+	if (!json_object_object_get_ex(o, PROTO_F_GRANTED, NULL))
+		k->granted = true;
 	return 0;
 }
 

@@ -57,6 +57,8 @@ struct rpc_key {
 	bool is_default;       /* absent: false */
 	const char *health;       /* NULL: an older daemon that does not say */
 	const char *health_error; /* NULL: none given */
+	bool granted;             /* the asker may sign with it (an older
+				   * daemon that does not say: true) */
 };
 
 struct rpc_status {

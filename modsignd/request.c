@@ -114,7 +114,8 @@ static json_object *key_object(const struct key *k, bool is_default)
 	return key_add_health(o, k);
 }
 
-json_object *reply_status(uint64_t id, const struct keystore *ks)
+json_object *reply_status(uint64_t id, const struct keystore *ks, reply_granted_fn granted,
+			  const void *ctx)
 {
 	json_object *o = proto_reply_new(id), *arr = json_object_new_array();
 	const struct key *def = keystore_find(ks, NULL);
@@ -124,8 +125,14 @@ json_object *reply_status(uint64_t id, const struct keystore *ks)
 		json_object_put(arr);
 		return NULL;
 	}
-	for (size_t i = 0; i < ks->n; i++)
-		json_object_array_add(arr, key_object(ks->keys[i], ks->keys[i] == def));
+	for (size_t i = 0; i < ks->n; i++) {
+		json_object *k = key_object(ks->keys[i], ks->keys[i] == def);
+
+		if (k && granted)
+			json_object_object_add(k, PROTO_F_GRANTED,
+					       json_object_new_boolean(granted(ks->keys[i], ctx)));
+		json_object_array_add(arr, k);
+	}
 	json_object_object_add(o, PROTO_F_DAEMON_VERSION, json_object_new_string(MODSIGN_VERSION));
 	json_object_object_add(o, PROTO_F_KEYS, arr);
 	return o;

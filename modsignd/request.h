@@ -37,7 +37,12 @@ struct request {
  */
 int request_parse(json_object *msg, struct request *ret, const char **ret_err);
 
-json_object *reply_status(uint64_t id, const struct keystore *ks);
+/* The keys of @ks; @granted non-NULL: each says whether the asker may
+ * sign with it ("granted"), so a client such as the PKCS#11 module shows
+ * only those (a key not granted is still listed: status never hid names). */
+typedef bool (*reply_granted_fn)(const struct key *k, const void *ctx);
+json_object *reply_status(uint64_t id, const struct keystore *ks, reply_granted_fn granted,
+			  const void *ctx);
 json_object *reply_cert(uint64_t id, const struct key *k);
 /* The transparency log's signed checkpoint and verifier key. */
 json_object *reply_log(uint64_t id, const char *checkpoint, const char *vkey);

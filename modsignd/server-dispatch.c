@@ -116,6 +116,19 @@ static void handle_log(struct server *s, struct conn *c, const struct request *r
 		conn_queue(c, reply_log_data(req->id, buf, len, size));
 }
 
+/* For status: may the peer in @ctx sign with @k. */
+struct granted_ctx {
+	const struct policy *policy;
+	const struct peer *peer;
+};
+
+static bool peer_granted(const struct key *k, const void *ctx)
+{
+	const struct granted_ctx *g = ctx;
+
+	return policy_allows_key(g->policy, g->peer, k->name);
+}
+
 static void handle_message(struct server *s, struct conn *c, json_object *msg)
 {
 	struct request req;
@@ -132,7 +145,8 @@ static void handle_message(struct server *s, struct conn *c, json_object *msg)
 	}
 	switch (req.op) {
 	case OP_STATUS:
-		conn_queue(c, reply_status(req.id, s->keys));
+		conn_queue(c, reply_status(req.id, s->keys, peer_granted,
+					   &(struct granted_ctx){ s->policy, &c->peer }));
 		break;
 	case OP_CERT:
 		k = keystore_find(s->keys, req.key);

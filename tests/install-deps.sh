@@ -13,8 +13,10 @@ declare -A group=(
 	# softhsm2/opensc/p11-kit-modules/gnutls-bin: PKCS#11 tokens, the
 	# p11-kit proxy, certtool; systemd: systemd-socket-activate;
 	# iproute2/socat: namespaces and the HSM link; linux-source: the
-	# reference sign-file; kmod/xz-utils/zstd: modinfo, compressed modules.
+	# reference sign-file; kmod/xz-utils/zstd: modinfo, compressed modules;
+	# libengine-pkcs11-openssl: openssl through modsign-pkcs11.so.
 	[test]="softhsm2 opensc p11-kit-modules gnutls-bin systemd iproute2 socat
+		libengine-pkcs11-openssl
 		kmod xz-utils zstd python3 util-linux man-db linux-source
 		bats bats-assert bats-support strace jq"
 	[fuzz]="clang libclang-rt-dev valgrind"

@@ -69,3 +69,15 @@ setup() {
 	printf '%s\n' "${bad[@]}"
 	assert_equal "${#bad[@]}" 0
 }
+
+@test "installed-pkcs11-module-and-p11-kit-file" {
+	local so
+	so=$(find "$R/lib" -path '*/pkcs11/modsign-pkcs11.so')
+	[ -n "$so" ]
+	run cat "$R/share/p11-kit/modules/modsign.module"
+	assert_output "module: ${so#"$BATS_FILE_TMPDIR/root"}"
+	# It exports the PKCS#11 entry point and nothing of the client's.
+	run nm -D --defined-only "$so"
+	assert_output --partial "T C_GetFunctionList"
+	refute_output --partial "conn_open"
+}

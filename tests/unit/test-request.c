@@ -279,6 +279,20 @@ UNIT_TEST(module)
 	CHECK("module name decoded", strcmp(req.module, "../caf\xc3\xa9/x.ko") == 0);
 }
 
+static bool refuse_all(const struct key *k, const void *ctx)
+{
+	(void)k;
+	(void)ctx;
+	return false;
+}
+
+static bool grant_all(const struct key *k, const void *ctx)
+{
+	(void)k;
+	(void)ctx;
+	return true;
+}
+
 /* The replies, for a one-time key: the members docs/PROTOCOL.md names. */
 UNIT_TEST(replies)
 {
@@ -294,7 +308,7 @@ UNIT_TEST(replies)
 		printf("#   %s\n", e ?: "?");
 		return;
 	}
-	o = reply_status(11, &ks);
+	o = reply_status(11, &ks, NULL, NULL);
 	CHECK("status reply: v, id, ok",
 	      o && proto_check_envelope(o, &(uint64_t){ 0 }) == 0 &&
 		      json_object_get_int64(json_object_object_get(o, "id")) == 11 &&
@@ -314,6 +328,22 @@ UNIT_TEST(replies)
 		      strcmp(s, "ephemeral") == 0 && strcmp(s, key_backend_name(ks.keys[0])) == 0 &&
 		      proto_get_string(k0, "key_id", 256, true, &s) == 0 && *s &&
 		      proto_get_string(k0, "serial", 256, true, &s) == 0 && *s);
+	CHECK("status reply without a grant function: no \"granted\"",
+	      k0 && !json_object_object_get_ex(k0, "granted", &v));
+	json_object_put(o);
+
+	o = reply_status(14, &ks, refuse_all, NULL);
+	keys = o ? json_object_object_get(o, "keys") : NULL;
+	k0 = keys ? json_object_array_get_idx(keys, 0) : NULL;
+	CHECK("status reply: \"granted\" false for a key the peer is not granted",
+	      k0 && json_object_object_get_ex(k0, "granted", &v) &&
+		      json_object_is_type(v, json_type_boolean) && !json_object_get_boolean(v));
+	json_object_put(o);
+	o = reply_status(15, &ks, grant_all, NULL);
+	keys = o ? json_object_object_get(o, "keys") : NULL;
+	k0 = keys ? json_object_array_get_idx(keys, 0) : NULL;
+	CHECK("twin: \"granted\" true for a granted key",
+	      k0 && json_object_object_get_ex(k0, "granted", &v) && json_object_get_boolean(v));
 	json_object_put(o);
 
 	o = reply_cert(12, ks.keys[0]);

@@ -1,0 +1,312 @@
+#!/usr/bin/env bats
+# modsign-pkcs11.so (docs/PKCS11-MODULE.md) with the real consumers:
+# pkcs11-tool, p11-kit, openssl through libp11's engine.  One daemon for
+# the file (its cases only sign and read): keys rsa (a file key, so the
+# certificate is known beforehand), ec and other; root is granted rsa
+# and ec, nobody rsa alone, other no one.
+
+load ../common
+
+P11=${P11:-$B/modsign-pkcs11.so}
+
+setup_file() {
+	local d=$BATS_FILE_TMPDIR
+
+	openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=p11-rsa \
+		-keyout "$d/rsa.key" -out "$d/rsa.crt" 2>/dev/null
+	cat "$d/rsa.key" "$d/rsa.crt" >"$d/rsa.pem"
+	chmod 600 "$d/rsa.pem"
+	chmod 755 "$d"
+	file_daemon_start --key "rsa=$d/rsa.pem" --key ec=ephemeral:ecdsa-p256 \
+		--key other=ephemeral:ecdsa-p256 --allow uid:0=rsa,ec --allow uid:65534=rsa \
+		--socket-mode 0666
+	MODSIGN_SERVER=unix:$d/sock "$C" cert --key ec >"$d/ec.crt"
+}
+
+teardown_file() { file_daemon_stop; }
+
+setup() {
+	file_daemon_case
+	echo "the data a tool signs" >data
+	openssl dgst -sha256 -binary data >data.sha256
+	echo "the data a tool signs, changed" >tampered
+}
+
+hexid() { printf %s "$1" | od -An -tx1 | tr -d ' \n'; }
+p11() { pkcs11-tool --module "$P11" "$@"; }
+# sign MECH KEY IN OUT [pkcs11-tool options]
+p11sign() { p11 --sign -m "$1" --id "$(hexid "$2")" -i "$3" -o "$4" "${@:5}"; }
+pub() { openssl x509 -in "$F/$1.crt" -pubkey -noout >"$1.pub"; echo "$1.pub"; }
+# In a pseudo-terminal, so the module's reason goes to its stderr.
+tty_run() { script -qec "$*" /dev/null; }
+
+@test "pkcs11-list-objects-granted-only" {
+	run p11 --list-slots --list-objects
+	assert_success
+	assert_output --partial "token label        : modsign"
+	assert_output --regexp "Certificate Object; type = X.509 cert
+  label:      rsa"
+	assert_output --partial "Private Key Object; RSA"
+	assert_output --partial "Private Key Object; EC"
+	assert_output --partial "label:      ec"
+	# Twin: the key root is not granted is no object of its token.
+	refute_output --partial "label:      other"
+}
+
+@test "pkcs11-certificate-is-the-daemons" {
+	p11 --read-object --type cert --id "$(hexid rsa)" -o rsa.der
+	openssl x509 -inform DER -in rsa.der -outform PEM -out rsa.pem
+	run cmp rsa.pem "$F/rsa.crt"
+	assert_success
+	# Twin: the EC key's certificate is another.
+	run cmp rsa.pem "$F/ec.crt"
+	assert_failure
+}
+
+@test "pkcs11-sign-rsa-pkcs-digestinfo" {
+	{ printf '\x30\x31\x30\x0d\x06\x09\x60\x86\x48\x01\x65\x03\x04\x02\x01\x05\x00\x04\x20'
+	  cat data.sha256; } >di
+	p11sign RSA-PKCS rsa di sig
+	run openssl dgst -sha256 -verify "$(pub rsa)" -signature sig data
+	assert_success
+	run openssl dgst -sha256 -verify rsa.pub -signature sig tampered
+	assert_failure
+}
+
+@test "pkcs11-sign-sha256-rsa-pkcs" {
+	p11sign SHA256-RSA-PKCS rsa data sig
+	run openssl dgst -sha256 -verify "$(pub rsa)" -signature sig data
+	assert_success
+	run openssl dgst -sha256 -verify rsa.pub -signature sig tampered
+	assert_failure
+}
+
+@test "pkcs11-sign-sha384-and-512-rsa-pkcs" {
+	for h in 384 512; do
+		p11sign "SHA$h-RSA-PKCS" rsa data "sig$h"
+		run openssl dgst "-sha$h" -verify "$(pub rsa)" -signature "sig$h" data
+		assert_success
+		run openssl dgst "-sha$h" -verify rsa.pub -signature "sig$h" tampered
+		assert_failure
+	done
+}
+
+@test "pkcs11-sign-ecdsa-digest" {
+	p11sign ECDSA ec data.sha256 sig --signature-format openssl
+	run openssl dgst -sha256 -verify "$(pub ec)" -signature sig data
+	assert_success
+	run openssl dgst -sha256 -verify ec.pub -signature sig tampered
+	assert_failure
+}
+
+@test "pkcs11-sign-ecdsa-sha256-raw-r-s" {
+	# PKCS#11's own form: r||s, 64 bytes for P-256.
+	p11sign ECDSA-SHA256 ec data sig
+	assert_equal "$(stat -c %s sig)" 64
+	p11sign ECDSA-SHA256 ec data sig.der --signature-format openssl
+	run openssl dgst -sha256 -verify "$(pub ec)" -signature sig.der data
+	assert_success
+	run openssl dgst -sha256 -verify ec.pub -signature sig.der tampered
+	assert_failure
+}
+
+@test "pkcs11-hash-and-sign-sends-only-the-digest" {
+	head -c 50000000 /dev/urandom >big
+	p11sign SHA256-RSA-PKCS rsa big sig
+	run grep -c "\"digest\":\"$(sha big)\",\"module\":\"pkcs11:object=rsa (by pkcs11-tool)\"" \
+		"$F/modsignd.log"
+	assert_output 1
+	run openssl dgst -sha256 -verify "$(pub rsa)" -signature sig big
+	assert_success
+	# Twin: an input never signed has no record.
+	head -c 1000 /dev/urandom >unsigned
+	run grep -c "\"digest\":\"$(sha unsigned)\"" "$F/modsignd.log"
+	assert_output 0
+}
+
+@test "pkcs11-key-not-granted-cannot-sign" {
+	run p11sign ECDSA other data.sha256 sig
+	assert_failure
+	assert_output --partial "not found"
+	[ ! -s sig ]
+	# Twin: the granted key next to it signs.
+	run p11sign ECDSA ec data.sha256 sig
+	assert_success
+}
+
+@test "pkcs11-bogus-digestinfo-refused" {
+	# A DigestInfo of SHA-1 (not allowed), and one cut short.
+	{ printf '\x30\x21\x30\x09\x06\x05\x2b\x0e\x03\x02\x1a\x05\x00\x04\x14'
+	  head -c 20 data.sha256; } >sha1-di
+	run tty_run pkcs11-tool --module "$P11" --sign -m RSA-PKCS --id "$(hexid rsa)" -i sha1-di -o sig
+	assert_failure
+	assert_output --partial "CKM_RSA_PKCS input is not a DigestInfo"
+	run grep -c '"key":"rsa".*"result":"ok"' "$F/modsignd.log"
+	before=$output
+	{ printf '\x30\x31\x30\x0d\x06\x09\x60\x86\x48\x01\x65\x03\x04\x02\x01\x05\x00\x04\x20'
+	  head -c 31 data.sha256; } >short-di
+	run p11sign RSA-PKCS rsa short-di sig
+	assert_failure
+	run grep -c '"key":"rsa".*"result":"ok"' "$F/modsignd.log"
+	assert_output "$before"
+}
+
+@test "pkcs11-huge-input-to-prehashed-mechanism-refused" {
+	# pkcs11-tool hands 200 bytes to C_Sign, 1 MB to C_SignUpdate.
+	head -c 200 /dev/zero >long
+	head -c 1000000 /dev/zero >huge
+	for f in long huge; do
+		run tty_run pkcs11-tool --module "$P11" --sign -m ECDSA --id "$(hexid ec)" -i $f -o sig
+		assert_failure
+		assert_output --partial "a digest is expected"
+		assert_output --partial "CKR_DATA_LEN_RANGE"
+	done
+	# Twin: the same bytes through a hash-and-sign mechanism are data.
+	run p11sign ECDSA-SHA256 ec huge sig
+	assert_success
+}
+
+@test "pkcs11-p11-kit-list-modules" {
+	# p11-kit reads a user's module files, never root's: as nobody, with
+	# a home of its own and a copy of the module it can read.
+	mkdir -p h/.config/pkcs11/modules bin
+	cp "$P11" bin/
+	chmod -R a+rX h bin
+	run nobody env HOME="$T/h" p11-kit list-modules
+	assert_success
+	refute_output --partial "modsign"
+	echo "module: $T/bin/modsign-pkcs11.so" >h/.config/pkcs11/modules/modsign.module
+	chmod a+r h/.config/pkcs11/modules/modsign.module
+	run nobody env HOME="$T/h" p11-kit list-modules
+	assert_success
+	assert_output --partial "modsign: $T/bin/modsign-pkcs11.so"
+	assert_output --partial "library-description: modsignd client"
+	assert_output --partial "token: modsign"
+	# Nobody is granted rsa alone: through p11-kit's proxy it sees that,
+	# from a daemon whose socket it can reach (the file's is in a
+	# directory private to root).
+	start_daemon "$T/s" --key "rsa=$F/rsa.pem" --key ec=ephemeral:ecdsa-p256 \
+		--allow uid:0 --allow uid:65534=rsa --socket-mode 0666
+	run nobody env HOME="$T/h" MODSIGN_SERVER="unix:$T/s" pkcs11-tool --module /usr/lib/x86_64-linux-gnu/p11-kit-proxy.so \
+		--token-label modsign --list-objects
+	assert_output --partial "label:      rsa"
+	refute_output --partial "label:      ec"
+}
+
+@test "pkcs11-openssl-engine-pkeyutl" {
+	export PKCS11_MODULE_PATH=$P11
+	run openssl pkeyutl -engine pkcs11 -keyform engine -inkey "pkcs11:object=rsa" \
+		-sign -in data.sha256 -pkeyopt digest:sha256 -out sig
+	assert_success
+	run openssl dgst -sha256 -verify "$(pub rsa)" -signature sig data
+	assert_success
+	run openssl dgst -sha256 -verify rsa.pub -signature sig tampered
+	assert_failure
+	# Twin: a key not granted is not there to sign with.
+	run openssl pkeyutl -engine pkcs11 -keyform engine -inkey "pkcs11:object=other" \
+		-sign -in data.sha256 -out sig2
+	assert_failure
+}
+
+@test "pkcs11-openssl-engine-cms" {
+	export PKCS11_MODULE_PATH=$P11
+	run openssl cms -sign -engine pkcs11 -keyform engine -inkey "pkcs11:object=ec;type=private" \
+		-signer "$F/ec.crt" -binary -in data -outform DER -out data.p7s -nodetach
+	assert_success
+	run openssl cms -verify -binary -inform DER -in data.p7s -CAfile "$F/ec.crt" \
+		-purpose any -out verified
+	assert_success
+	run cmp verified data
+	assert_success
+	# Twin: one byte of the signed content changed, verification fails.
+	python3 - data.p7s <<'PY'
+import sys
+p = sys.argv[1]; d = bytearray(open(p, 'rb').read())
+i = d.find(b"the data a tool signs"); d[i] ^= 1
+open(p, 'wb').write(d)
+PY
+	run openssl cms -verify -binary -inform DER -in data.p7s -CAfile "$F/ec.crt" -purpose any
+	assert_failure
+}
+
+@test "pkcs11-initialize-finalize-and-fork" {
+	# Each step's refusal twin is in the script: a second C_Initialize,
+	# a forked child before its own C_Initialize, calls after C_Finalize.
+	run python3 "$REPO/tests/p11-fork.py" "$P11" ec
+	assert_success
+	assert_output --partial "PASS p11-child-not-initialized"
+	assert_output --partial "PASS p11-parent-signs-after-child"
+	refute_output --partial "FAIL"
+}
+
+# OpenSSL's pkcs11-provider: bookworm's sign-file (6.1) loads it for a
+# pkcs11: key.  Debian 12 has it only in bookworm-backports: the package
+# is fetched once into the cache with a private apt configuration
+# (tests/cache.sh), never installed; OPENSSL_MODULES points at it.
+provider_dir() {
+	local d
+	. "$REPO/tests/cache.sh"
+	if [ -e /usr/lib/x86_64-linux-gnu/ossl-modules/pkcs11.so ]; then
+		echo /usr/lib/x86_64-linux-gnu/ossl-modules
+		return
+	fi
+	d=$(cache_dir pkcs11-provider "$(echo bookworm-backports pkcs11-provider | cache_key)")
+	if ! cache_ready "$d"; then
+		rm -rf "$d" && mkdir -p "$d"
+		apt_suite_download "$d/deb" bookworm-backports pkcs11-provider >&2 || return 1
+		dpkg-deb -x "$d"/deb/*.deb "$d/x" && cache_done pkcs11-provider "${d##*-}" || return 1
+	fi
+	echo "$d/x/usr/lib/x86_64-linux-gnu/ossl-modules"
+}
+
+# The kernel's sign-file, unpatched, with a CONFIG_MODULE_SIG_KEY-style URI.
+p11_sign_file() { # HASH URI CERT MODULE
+	OPENSSL_MODULES=$PROV PKCS11_PROVIDER_MODULE=$P11 "$FIX/sign-file" "$@"
+}
+
+@test "pkcs11-kernel-sign-file-byte-identical" {
+	PROV=$(provider_dir) || skip "no pkcs11-provider (bookworm-backports unreachable)"
+	for m in $(real_modules 3); do
+		n=$(basename "$m")
+		cp "$m" "p11-$n"
+		"$C" strip "p11-$n" >/dev/null
+		cp "p11-$n" "ref-$n"
+		"$FIX/sign-file" sha256 "$F/rsa.pem" "$F/rsa.crt" "ref-$n"
+		run p11_sign_file sha256 "pkcs11:object=rsa" "$F/rsa.crt" "p11-$n"
+		assert_success
+		run cmp "ref-$n" "p11-$n"
+		assert_success
+		run cms_verify_module "p11-$n" "$F/rsa.crt"
+		assert_success
+	done
+	grep -q '"module":"pkcs11:object=rsa (by sign-file)","result":"ok"' "$F/modsignd.log"
+	# Twin: a byte of the signed module's code changed, it no longer verifies.
+	python3 - "p11-$n" <<'PY'
+import sys
+p = sys.argv[1]; d = bytearray(open(p, 'rb').read()); d[100] ^= 1
+open(p, 'wb').write(d)
+PY
+	run cms_verify_module "p11-$n" "$F/rsa.crt"
+	assert_failure
+}
+
+@test "pkcs11-kernel-sign-file-ecdsa-and-refused-key" {
+	PROV=$(provider_dir) || skip "no pkcs11-provider (bookworm-backports unreachable)"
+	m=$(real_modules 1)
+	cp "$m" ec.ko
+	"$C" strip ec.ko >/dev/null
+	cp ec.ko other.ko
+	run p11_sign_file sha256 "pkcs11:object=ec" "$F/ec.crt" ec.ko
+	assert_success
+	run "$C" verify --key ec ec.ko
+	assert_success
+	run "$C" verify --key rsa ec.ko
+	assert_failure
+	# Twin: the key root is not granted: sign-file fails, the module
+	# stays unsigned.
+	"$C" cert --key other >other.crt 2>/dev/null || openssl x509 -in "$F/ec.crt" -out other.crt
+	run p11_sign_file sha256 "pkcs11:object=other" other.crt other.ko
+	assert_failure
+	run "$C" verify --key other other.ko
+	assert_failure
+}
