@@ -472,34 +472,43 @@ static const char *group_name(gid_t gid, char *buf, size_t size)
  * The usual case is the caller's own module in a group not theirs (root
  * copied it in and changed only its owner): the owner is kept, and the
  * new file stays in the caller's group when that changes nobody's
- * access, i.e. the mode gives the group nothing that others lack (0644,
+ * access, i.e. the mode gives the group exactly what it gives others (0644,
  * 0755).  Otherwise it is refused, saying which cannot be kept and what
  * to do: the rename stays atomic, and no one's access changes silently.
  */
 static int keep_owner(struct modfile *m, const char **ret_err)
 {
 	mode_t mode = m->st.st_mode;
+	struct stat now;
 	char g[64];
 
-	if (m->st.st_uid == geteuid() && m->st.st_gid == getegid())
+	/* What the new file was born with: not always our egid (a
+	 * set-group-ID directory gives its own group). */
+	if (fstat(m->out, &now) < 0)
+		return (*ret_err = "cannot keep its owner and group"), -errno;
+	if (m->st.st_uid == now.st_uid && m->st.st_gid == now.st_gid)
 		return 0;
 	if (fchown(m->out, m->st.st_uid, m->st.st_gid) == 0)
 		return 0;
 	*ret_err = m->why;
 	if (errno != EPERM)
 		return say(m, -errno, "cannot keep its owner and group");
-	if (m->st.st_uid != geteuid())
+	if (m->st.st_uid != now.st_uid)
 		return say(m, -EPERM,
 			   "cannot keep its owner (uid %u): only root can give a file to "
 			   "another user; sign it as root or as uid %u",
 			   (unsigned)m->st.st_uid, (unsigned)m->st.st_uid);
-	if ((((mode >> 3) & 07) & ~(mode & 07)) == 0)
-		return 0; /* the group has no more than others: nothing changes */
+	/* Equal, not merely no more: a group with less than others (0604)
+	 * is a deny list, and moving the file out of it would let that
+	 * group in. */
+	if (((mode >> 3) & 07) == (mode & 07))
+		return 0; /* the group has what others have: nothing changes */
 	return say(m, -EPERM,
 		   "cannot keep its group %s (you are not in it; the owner is kept), and its "
-		   "mode %04o gives that group more than others: chgrp it to a group of "
+		   "mode %04o gives that group %s than others: chgrp it to a group of "
 		   "yours, or sign it as root",
-		   group_name(m->st.st_gid, g, sizeof(g)), (unsigned)(mode & 07777));
+		   group_name(m->st.st_gid, g, sizeof(g)), (unsigned)(mode & 07777),
+		   (((mode >> 3) & 07) & ~(mode & 07)) ? "more" : "less");
 }
 
 /* Where the new module is built before it is compressed into m->out:

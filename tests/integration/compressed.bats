@@ -315,6 +315,19 @@ own_case() {
 	assert_success
 }
 
+# 0604: root's group is denied what others may read; nobody's group in
+# its place would let root's group's members read it.
+@test "own-module-in-foreign-group-0604-refused-says-group" {
+	own_case 0604
+	before=$(sha w/m.ko.xz)
+	run nobody "$NC" --server "unix:$T/s" sign "$T/w/m.ko.xz"
+	assert_failure
+	assert_output --partial "cannot keep its group 'root' (you are not in it; the owner is kept)"
+	assert_output --partial "mode 0604 gives that group less than others"
+	assert_equal "$(sha w/m.ko.xz)" "$before"
+	assert_equal "$(stat -c '%U %G %a' w/m.ko.xz)" "nobody root 604"
+}
+
 @test "own-module-in-foreign-group-0664-refused-says-group" {
 	own_case 0664
 	before=$(sha w/m.ko.xz)

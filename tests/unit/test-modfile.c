@@ -344,6 +344,49 @@ UNIT_TEST(in_place)
 	      holds(mod, NULL, 0) && strcmp(listing(d), "m.ko") == 0);
 }
 
+/* A group other than ours the directory may be given: any, as root; else
+ * a supplementary one; (gid_t)-1 when there is none. */
+static gid_t other_group(void)
+{
+	gid_t g[64];
+	int n;
+
+	if (geteuid() == 0)
+		return getegid() + 1;
+	n = getgroups(64, g);
+	for (int i = 0; i < n; i++)
+		if (g[i] != getegid())
+			return g[i];
+	return (gid_t)-1;
+}
+
+/* In a set-group-ID directory the new file is born in the directory's
+ * group, not ours: in place, the module's own group is still kept (a
+ * 0640 module must not become readable by the directory's group). */
+UNIT_TEST(setgid_dir)
+{
+	const char *d = case_dir("setgid");
+	PATH_IN(mod, d, "m.ko");
+	gid_t other = other_group();
+	struct stat st;
+
+	if (other == (gid_t)-1) {
+		printf("note: setgid_dir: no second group to test with\n");
+		return;
+	}
+	CHECK("setgid dir: made", chown(in(d, ""), (uid_t)-1, other) == 0 &&
+					  chmod(in(d, ""), 02755) == 0);
+	put(mod, elf, ELF_LEN, NULL, 0, 0640);
+	CHECK("setgid dir: the module in our group",
+	      chown(mod, (uid_t)-1, getegid()) == 0);
+	CHECK("setgid dir: open, write", open_m(mod, true) == 0 &&
+						modfile_write(&m, NULL, sig, SIG_LEN, &err) == 0);
+	CHECK("setgid dir: signed", holds(mod, sig, SIG_LEN));
+	CHECK("setgid dir: group kept, not the directory's",
+	      stat(mod, &st) == 0 && st.st_gid == getegid());
+	CHECK_EQ("setgid dir: mode kept", mode_of(mod) & 07777, 0640);
+}
+
 /* The directory is resolved once: renaming it away after the open
  * changes where nothing goes. */
 UNIT_TEST(dir_swap)
