@@ -184,10 +184,14 @@ int rpc_cert(struct conn *c, const char *key, X509 **ret, struct rpc_error *err)
 
 json_object *rpc_sign_request(uint64_t id, const struct rpc_sign_args *a)
 {
-	_cleanup_(freep) char *hex = NULL;
+	_cleanup_(freep) char *hex = NULL, *module = NULL;
 	json_object *req = proto_request_new(id, PROTO_OP_SIGN);
 
-	if (!req || hex_encode(a->digest, a->digest_len, &hex) < 0) {
+	/* The wire is ASCII (proto.h): a name not UTF-8 (a Latin-1 file
+	 * name) has no escape, and would make the frame refused. */
+	if (!req || hex_encode(a->digest, a->digest_len, &hex) < 0 ||
+	    (a->module && !utf8_is_valid(a->module) &&
+	     utf8_replace_invalid(a->module, &module) < 0)) {
 		json_object_put(req);
 		return NULL;
 	}
@@ -196,7 +200,8 @@ json_object *rpc_sign_request(uint64_t id, const struct rpc_sign_args *a)
 	json_object_object_add(req, PROTO_F_HASH, json_object_new_string(a->hash));
 	json_object_object_add(req, PROTO_F_DIGEST, json_object_new_string(hex));
 	/* The name is for the audit record; the path says which build it is. */
-	json_object_object_add(req, PROTO_F_MODULE, json_object_new_string(a->module));
+	json_object_object_add(req, PROTO_F_MODULE,
+			       json_object_new_string(module ? module : a->module));
 	if (a->use_keyid)
 		json_object_object_add(req, PROTO_F_USE_KEYID, json_object_new_boolean(1));
 	return req;
