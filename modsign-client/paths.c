@@ -34,10 +34,29 @@ int pathlist_add(struct pathlist *l, const char *path)
 
 /* nftw() offers no context pointer; the walk is single-threaded. */
 static struct pathlist *walk_list;
+static char *walk_unsafe; /* the first directory someone else could swap */
 
-static int walk_one(const char *path, const struct stat *st _unused_, int type,
+/*
+ * Whether @st, a directory of the tree, is one only the caller and root
+ * can change.  The modules are opened by path after the walk: another
+ * user who can rename an entry of a directory in the tree could swap a
+ * subdirectory for a symbolic link between the walk and the open, and
+ * lead the command (root's, writing in place) out of the tree.
+ */
+static bool dir_is_ours(const struct stat *st)
+{
+	return (st->st_uid == geteuid() || st->st_uid == 0) &&
+	       (st->st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+static int walk_one(const char *path, const struct stat *st, int type,
 		    struct FTW *ftw _unused_)
 {
+	if (type == FTW_D && !dir_is_ours(st)) {
+		walk_unsafe = strdup(path);
+		errno = walk_unsafe ? EPERM : ENOMEM;
+		return -1;
+	}
 	if (type == FTW_F && compress_is_module_name(path))
 		return pathlist_add(walk_list, path) < 0 ? -1 : 0;
 	return 0;
@@ -95,8 +114,15 @@ int pathlist_collect(int argc, char **argv, const struct pathlist *trees,
 						pathlist_add(ret, argv[i]);
 	for (size_t i = 0; i < trees->n && r >= 0; i++) {
 		r = pathlist_add_tree(ret, trees->v[i]);
-		if (r < 0)
+		if (r == -EPERM && walk_unsafe)
+			warn_msg("%s: directory %s can be changed by a user other than you and "
+				 "root (owner or group/other write): a directory swapped during "
+				 "the walk would lead out of the tree; run as its owner",
+				 trees->v[i], walk_unsafe);
+		else if (r < 0)
 			warn_msg("%s: %s", trees->v[i], strerror(-r));
+		free(walk_unsafe);
+		walk_unsafe = NULL;
 	}
 	if (r >= 0 && use_stdin)
 		r = pathlist_add_lines(ret, stdin);

@@ -18,7 +18,10 @@ int pathlist_add(struct pathlist *l, const char *path);
 /* Every regular file named *.ko, *.ko.xz, *.ko.zst or *.ko.gz (compress.h)
  * under @dir, in sorted order: an installed /usr/lib/modules/VERSION.
  * Symbolic links are not followed, to files or to directories: a link in
- * the tree leads nowhere out of it (nor in twice). */
+ * the tree leads nowhere out of it (nor in twice).  -EPERM when a directory
+ * of the tree is not the caller's or root's, or is group- or
+ * other-writable: its entries could be swapped for links between the walk
+ * and the opens that follow it (paths.c). */
 int pathlist_add_tree(struct pathlist *l, const char *dir);
 
 /* One path per line (blank lines skipped). */

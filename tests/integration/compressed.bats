@@ -248,6 +248,33 @@ refused_untouched() {
 	assert_output --partial "t/sub/evil.ko.xz: not signed"
 }
 
+# A directory another user can change could be swapped for a link to a
+# directory outside the tree between the walk and the opens (the attack
+# review: root's strip --recursive then stripped a module elsewhere).
+@test "recursive-refuses-a-tree-another-user-can-change" {
+	mkdir -p t/z
+	cp orig.ko t/z/af_key.ko
+	"$C" sign t/z/af_key.ko
+	before=$(sha256sum <t/z/af_key.ko)
+	chown nobody t/z
+	run "$C" strip --recursive t
+	assert_failure
+	assert_output --partial "t: directory t/z can be changed by a user other than you and root"
+	assert_equal "$(sha256sum <t/z/af_key.ko)" "$before"
+	chown root t/z && chmod g+w t/z
+	run "$C" strip --recursive t
+	assert_failure
+	assert_output --partial "directory t/z can be changed"
+	assert_equal "$(sha256sum <t/z/af_key.ko)" "$before"
+	# Twin: the same tree, root's and 0755 again, is stripped.
+	chmod 0755 t/z
+	run "$C" strip --recursive t
+	assert_success
+	run "$C" verify --cert "$F/cert.pem" t/z/af_key.ko
+	assert_failure
+	assert_output --partial "not signed"
+}
+
 @test "recursive-sign-and-strip-mixed-tree" {
 	mkdir -p t/a t/b
 	cp orig.ko t/a/x.ko
