@@ -84,9 +84,7 @@ kernel_tarball()
 }
 
 # kernel_key: the cache key of VER's tree: the package version, the
-# series, the fragment, this row and the code that builds it (this file's
-# functions, not its other rows: a kernel added to the table rebuilds no
-# other kernel).
+# series, the fragment, this row and the scripts that build it.
 kernel_key()
 {
 	local p
@@ -98,7 +96,7 @@ kernel_key()
 		while read -r p; do
 			[ -z "$p" ] || cat "$KSERIES/$p"
 		done < "$KSERIES/series"
-		cat "$repo/tests/qemu/kconfig.fragment" "$repo/tests/qemu/build-kernel.sh"
-		declare -f kernel_select kernel_tarball kernel_key
+		cat "$repo/tests/qemu/kconfig.fragment" "$repo/tests/qemu/build-kernel.sh" \
+			"$repo/tests/qemu/kernels.sh"
 	} | cache_key
 }
