@@ -10,6 +10,7 @@
 #include "cert.h"
 #include "digest.h"
 #include "macro.h"
+#include "mldsa.h"
 #include "pkcs7.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(CMS_ContentInfo *, CMS_ContentInfo_free)
@@ -23,6 +24,7 @@ static const struct {
 	[PKCS7_SIG_DEFAULT] = { 0 },
 	[PKCS7_SIG_RSA_PKCS1] = { RSA_PKCS1_PADDING },
 	[PKCS7_SIG_ECDSA] = { 0 },
+	[PKCS7_SIG_MLDSA] = { 0 },
 };
 
 /* The raw signature over a digest: PKCS#1 v1.5 (DigestInfo) for RSA, as
@@ -142,6 +144,89 @@ int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const struct digest *md,
 				    ret_der, ret_len);
 }
 
+/* OpenSSL 3.5's ML-DSA "mu" parameter (OSSL_SIGNATURE_PARAM_MU, spelt
+ * out: 3.0's headers have no such name) on a sign or verify context: the
+ * message given is mu itself, not the message mu is made from. */
+static int mu_ctx(EVP_PKEY *key, bool sign, EVP_PKEY_CTX **ret)
+{
+	int one = 1;
+	OSSL_PARAM params[] = { OSSL_PARAM_construct_int("mu", &one), OSSL_PARAM_construct_end() };
+	EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_pkey(NULL, key, NULL);
+
+	if (!ctx)
+		return -ENOMEM;
+	if ((sign ? EVP_PKEY_sign_init_ex(ctx, params) : EVP_PKEY_verify_init_ex(ctx, params)) <= 0) {
+		EVP_PKEY_CTX_free(ctx);
+		ERR_clear_error();
+		return -EOPNOTSUPP;
+	}
+	*ret = ctx;
+	return 0;
+}
+
+static int sign_raw_mu(EVP_PKEY *key, const uint8_t *mu, size_t mu_len, uint8_t **ret,
+		       size_t *ret_len)
+{
+	_cleanup_(EVP_PKEY_CTX_freep) EVP_PKEY_CTX *ctx = NULL;
+	_cleanup_(freep) uint8_t *sig = NULL;
+	size_t len = 0;
+	int r = mu_ctx(key, true, &ctx);
+
+	if (r < 0)
+		return r;
+	if (EVP_PKEY_sign(ctx, NULL, &len, mu, mu_len) <= 0)
+		return -EIO;
+	sig = malloc(len);
+	if (!sig)
+		return -ENOMEM;
+	if (EVP_PKEY_sign(ctx, sig, &len, mu, mu_len) <= 0)
+		return -EIO;
+	*ret = TAKE_PTR(sig);
+	*ret_len = len;
+	return 0;
+}
+
+int pkcs7_sign_mu(X509 *cert, EVP_PKEY *key, const uint8_t *mu, size_t mu_len,
+		  bool use_keyid, uint8_t **ret_der, size_t *ret_len)
+{
+	const unsigned flags = CMS_NOCERTS | CMS_BINARY | CMS_DETACHED;
+	_cleanup_(CMS_ContentInfo_freep) CMS_ContentInfo *cms = NULL;
+	_cleanup_(freep) uint8_t *sig = NULL;
+	const EVP_MD *md = digest_evp(digest_lookup(PKCS7_MLDSA_DIGEST));
+	CMS_SignerInfo *si;
+	unsigned char *der = NULL;
+	size_t sig_len;
+	int n, r;
+
+	if (!md || mu_len != MLDSA_MU_LEN || !mldsa_of_cert(cert))
+		return -EINVAL;
+	/* As pkcs7_sign_digest_as(): OpenSSL lays the SignerInfo out (for
+	 * an ML-DSA key, signature algorithm id-ml-dsa-*, no parameters),
+	 * the signature is put in place by hand. */
+	cms = CMS_sign(NULL, NULL, NULL, NULL, flags | CMS_PARTIAL);
+	if (!cms)
+		return -ENOMEM;
+	si = CMS_add1_signer(cms, cert, key, md,
+			     flags | CMS_NOSMIMECAP | CMS_NOATTR |
+				     (use_keyid ? CMS_USE_KEYID : 0));
+	if (!si) {
+		ERR_clear_error();
+		return -EINVAL;
+	}
+	r = sign_raw_mu(key, mu, mu_len, &sig, &sig_len);
+	if (r < 0) {
+		ERR_clear_error();
+		return r;
+	}
+	ASN1_STRING_set0(CMS_SignerInfo_get0_signature(si), TAKE_PTR(sig), (int)sig_len);
+	n = i2d_CMS_ContentInfo(cms, &der);
+	if (n <= 0)
+		return -ENOMEM;
+	*ret_der = der;
+	*ret_len = (size_t)n;
+	return 0;
+}
+
 /* The single SignerInfo of a detached SignedData of type data. */
 static int parse_signed_data(CMS_ContentInfo *cms, CMS_SignerInfo **ret)
 {
@@ -159,6 +244,26 @@ static int parse_signed_data(CMS_ContentInfo *cms, CMS_SignerInfo **ret)
 	if (!sis || sk_CMS_SignerInfo_num(sis) != 1)
 		return -EBADMSG;
 	*ret = sk_CMS_SignerInfo_value(sis, 0);
+	return 0;
+}
+
+/* An ML-DSA signature over the message whose mu is @mu; -ENOSYS where
+ * this OpenSSL has no ML-DSA (3.0 cannot even decode the key). */
+static int verify_mu(X509 *cert, const uint8_t *mu, CMS_SignerInfo *si)
+{
+	_cleanup_(EVP_PKEY_CTX_freep) EVP_PKEY_CTX *ctx = NULL;
+	ASN1_OCTET_STRING *sig = CMS_SignerInfo_get0_signature(si);
+	const struct mldsa_variant *v = mldsa_of_cert(cert);
+	EVP_PKEY *pub;
+
+	if (!v || !mldsa_available(v))
+		return -ENOSYS;
+	pub = X509_get0_pubkey(cert);
+	if (!pub || mu_ctx(pub, false, &ctx) < 0)
+		return -EBADMSG;
+	if (EVP_PKEY_verify(ctx, ASN1_STRING_get0_data(sig), (size_t)ASN1_STRING_length(sig), mu,
+			    MLDSA_MU_LEN) != 1)
+		return -EKEYREJECTED;
 	return 0;
 }
 
@@ -214,9 +319,17 @@ static const struct {
 /* Whether the kernel takes @alg as the signature algorithm of @cert's key. */
 static bool kernel_sig_alg(const X509_ALGOR *alg, X509 *cert)
 {
-	EVP_PKEY *pub = X509_get0_pubkey(cert);
+	const struct mldsa_variant *v = mldsa_of_cert(cert);
+	EVP_PKEY *pub = v ? NULL : X509_get0_pubkey(cert);
 	int nid = OBJ_obj2nid(alg->algorithm);
+	char oid[64];
 
+	/* ML-DSA by its OID, which OpenSSL 3.0 has no NID for: the one of
+	 * the certificate's key (id-ml-dsa-65 for an ML-DSA-65 key), no
+	 * parameters (RFC 9882). */
+	if (v)
+		return OBJ_obj2txt(oid, sizeof(oid), alg->algorithm, 1) > 0 &&
+		       strcmp(oid, v->oid) == 0 && alg->parameter == NULL;
 	for (size_t i = 0; pub && i < ELEMENTSOF(kernel_sig_algs); i++)
 		if (nid == kernel_sig_algs[i].nid &&
 		    EVP_PKEY_is_a(pub, kernel_sig_algs[i].key_type))
@@ -304,6 +417,17 @@ int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
 	r = open_signer(der, der_len, cert, &cms, &si, &md, ret_hash);
 	if (r < 0)
 		return r;
+	if (mldsa_of_cert(cert)) {
+		uint8_t tr[MLDSA_TR_LEN];
+
+		r = mldsa_cert_tr(cert, tr);
+		if (r == 0)
+			r = mldsa_mu_fd(tr, fd, body_len, digest);
+		if (r == 0)
+			r = verify_mu(cert, digest, si);
+		ERR_clear_error();
+		return r;
+	}
 	r = digest_fd(fd, body_len, md, digest, &digest_len);
 	if (r < 0)
 		return r;
@@ -334,6 +458,28 @@ int pkcs7_verify_digest(const uint8_t *der, size_t der_len, X509 *cert,
 	if (!form_is_bare(cms, si) || !signer_id_is(si, use_keyid))
 		return -EBADMSG;
 	r = verify_raw(cert, digest_evp(md), digest, digest_len, si);
+	ERR_clear_error();
+	return r;
+}
+
+int pkcs7_verify_mu(const uint8_t *der, size_t der_len, X509 *cert, const uint8_t *mu,
+		    size_t mu_len, bool use_keyid)
+{
+	_cleanup_(CMS_ContentInfo_freep) CMS_ContentInfo *cms = NULL;
+	const struct digest *used;
+	CMS_SignerInfo *si;
+	int r;
+
+	if (mu_len != MLDSA_MU_LEN || !mldsa_of_cert(cert))
+		return -EINVAL;
+	r = open_signer(der, der_len, cert, &cms, &si, &used, NULL);
+	if (r < 0)
+		return r;
+	if (used != digest_lookup(PKCS7_MLDSA_DIGEST))
+		return -ENOPKG;
+	if (!form_is_bare(cms, si) || !signer_id_is(si, use_keyid))
+		return -EBADMSG;
+	r = verify_mu(cert, mu, si);
 	ERR_clear_error();
 	return r;
 }
