@@ -15,6 +15,7 @@
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(CMS_ContentInfo *, CMS_ContentInfo_free)
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY_CTX *, EVP_PKEY_CTX_free)
+DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_MD_CTX *, EVP_MD_CTX_free)
 
 /* What each way of signing asks of EVP_PKEY_sign(): an RSA padding, or
  * none (0: the key's default). */
@@ -145,18 +146,20 @@ int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const struct digest *md,
 }
 
 /* OpenSSL 3.5's ML-DSA "mu" parameter (OSSL_SIGNATURE_PARAM_MU, spelt
- * out: 3.0's headers have no such name) on a sign or verify context: the
- * message given is mu itself, not the message mu is made from. */
-static int mu_ctx(EVP_PKEY *key, bool sign, EVP_PKEY_CTX **ret)
+ * out: 3.0's headers have no such name) on a one-shot sign or verify
+ * context with no digest, as openssl pkeyutl -rawin -pkeyopt mu:1 makes
+ * it: the message given is mu itself, not the message mu is made from. */
+static int mu_ctx(EVP_PKEY *key, bool sign, EVP_MD_CTX **ret)
 {
 	int one = 1;
 	OSSL_PARAM params[] = { OSSL_PARAM_construct_int("mu", &one), OSSL_PARAM_construct_end() };
-	EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_pkey(NULL, key, NULL);
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 
 	if (!ctx)
 		return -ENOMEM;
-	if ((sign ? EVP_PKEY_sign_init_ex(ctx, params) : EVP_PKEY_verify_init_ex(ctx, params)) <= 0) {
-		EVP_PKEY_CTX_free(ctx);
+	if ((sign ? EVP_DigestSignInit_ex(ctx, NULL, NULL, NULL, NULL, key, params) :
+		    EVP_DigestVerifyInit_ex(ctx, NULL, NULL, NULL, NULL, key, params)) <= 0) {
+		EVP_MD_CTX_free(ctx);
 		ERR_clear_error();
 		return -EOPNOTSUPP;
 	}
@@ -167,19 +170,19 @@ static int mu_ctx(EVP_PKEY *key, bool sign, EVP_PKEY_CTX **ret)
 static int sign_raw_mu(EVP_PKEY *key, const uint8_t *mu, size_t mu_len, uint8_t **ret,
 		       size_t *ret_len)
 {
-	_cleanup_(EVP_PKEY_CTX_freep) EVP_PKEY_CTX *ctx = NULL;
+	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *ctx = NULL;
 	_cleanup_(freep) uint8_t *sig = NULL;
 	size_t len = 0;
 	int r = mu_ctx(key, true, &ctx);
 
 	if (r < 0)
 		return r;
-	if (EVP_PKEY_sign(ctx, NULL, &len, mu, mu_len) <= 0)
+	if (EVP_DigestSign(ctx, NULL, &len, mu, mu_len) <= 0)
 		return -EIO;
 	sig = malloc(len);
 	if (!sig)
 		return -ENOMEM;
-	if (EVP_PKEY_sign(ctx, sig, &len, mu, mu_len) <= 0)
+	if (EVP_DigestSign(ctx, sig, &len, mu, mu_len) <= 0)
 		return -EIO;
 	*ret = TAKE_PTR(sig);
 	*ret_len = len;
@@ -251,7 +254,7 @@ static int parse_signed_data(CMS_ContentInfo *cms, CMS_SignerInfo **ret)
  * this OpenSSL has no ML-DSA (3.0 cannot even decode the key). */
 static int verify_mu(X509 *cert, const uint8_t *mu, CMS_SignerInfo *si)
 {
-	_cleanup_(EVP_PKEY_CTX_freep) EVP_PKEY_CTX *ctx = NULL;
+	_cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *ctx = NULL;
 	ASN1_OCTET_STRING *sig = CMS_SignerInfo_get0_signature(si);
 	const struct mldsa_variant *v = mldsa_of_cert(cert);
 	EVP_PKEY *pub;
@@ -261,8 +264,8 @@ static int verify_mu(X509 *cert, const uint8_t *mu, CMS_SignerInfo *si)
 	pub = X509_get0_pubkey(cert);
 	if (!pub || mu_ctx(pub, false, &ctx) < 0)
 		return -EBADMSG;
-	if (EVP_PKEY_verify(ctx, ASN1_STRING_get0_data(sig), (size_t)ASN1_STRING_length(sig), mu,
-			    MLDSA_MU_LEN) != 1)
+	if (EVP_DigestVerify(ctx, ASN1_STRING_get0_data(sig), (size_t)ASN1_STRING_length(sig), mu,
+			     MLDSA_MU_LEN) != 1)
 		return -EKEYREJECTED;
 	return 0;
 }

@@ -40,4 +40,5 @@ const struct key_backend key_backend_ephemeral = {
 	.claims = ephemeral_claims,
 	.open = ephemeral_open,
 	.sign = key_sign_soft,
+	.sign_mu = key_sign_soft_mu,
 };

@@ -64,4 +64,5 @@ const struct key_backend key_backend_file = {
 	.check = file_check,
 	.open = file_open,
 	.sign = key_sign_soft,
+	.sign_mu = key_sign_soft_mu,
 };
