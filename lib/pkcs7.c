@@ -83,6 +83,50 @@ static void add_ecdsa_sha3(void)
 	ERR_clear_error();
 }
 
+/*
+ * ML-DSA with signed attributes, as scripts/sign-file makes it with
+ * OpenSSL 3.5 (which cannot sign ML-DSA without them): contentType data
+ * and messageDigest @digest (sha512: the only hash the kernel's
+ * public_key.c takes with ML-DSA besides "none"), signed by OpenSSL's
+ * CMS code, pure ML-DSA over the DER of the attributes.  OpenSSL adds a
+ * signingTime, which the kernel parses and ignores.
+ */
+static int sign_attrs(X509 *cert, EVP_PKEY *key, const struct digest *d,
+		      const uint8_t *digest, size_t digest_len, bool use_keyid,
+		      uint8_t **ret_der, size_t *ret_len)
+{
+	const unsigned flags = CMS_NOCERTS | CMS_BINARY | CMS_DETACHED;
+	_cleanup_(CMS_ContentInfo_freep) CMS_ContentInfo *cms = NULL;
+	CMS_SignerInfo *si;
+	unsigned char *der = NULL;
+	int n;
+
+	if (d != digest_lookup(PKCS7_MLDSA_ATTRS_DIGEST))
+		return -EINVAL;
+	cms = CMS_sign(NULL, NULL, NULL, NULL, flags | CMS_PARTIAL);
+	if (!cms)
+		return -ENOMEM;
+	si = CMS_add1_signer(cms, cert, key, digest_evp(d),
+			     flags | CMS_PARTIAL | CMS_NOSMIMECAP | (use_keyid ? CMS_USE_KEYID : 0));
+	if (!si || !CMS_signed_add1_attr_by_NID(si, NID_pkcs9_contentType, V_ASN1_OBJECT,
+						 OBJ_nid2obj(NID_pkcs7_data), -1) ||
+	    !CMS_signed_add1_attr_by_NID(si, NID_pkcs9_messageDigest, V_ASN1_OCTET_STRING, digest,
+					 (int)digest_len)) {
+		ERR_clear_error();
+		return -EINVAL;
+	}
+	if (CMS_SignerInfo_sign(si) != 1) {
+		ERR_clear_error();
+		return -EIO;
+	}
+	n = i2d_CMS_ContentInfo(cms, &der);
+	if (n <= 0)
+		return -ENOMEM;
+	*ret_der = der;
+	*ret_len = (size_t)n;
+	return 0;
+}
+
 int pkcs7_sign_digest_as(X509 *cert, EVP_PKEY *key, enum pkcs7_sig sig_alg,
 			 const struct digest *d, const uint8_t *digest, size_t digest_len,
 			 bool use_keyid, uint8_t **ret_der, size_t *ret_len)
@@ -99,6 +143,8 @@ int pkcs7_sign_digest_as(X509 *cert, EVP_PKEY *key, enum pkcs7_sig sig_alg,
 
 	if (!md || digest_size(d) != digest_len || (size_t)sig_alg >= ELEMENTSOF(sig_params))
 		return -EINVAL;
+	if (sig_alg == PKCS7_SIG_MLDSA)
+		return sign_attrs(cert, key, d, digest, digest_len, use_keyid, ret_der, ret_len);
 	CRYPTO_THREAD_run_once(&once, add_ecdsa_sha3);
 
 	/*
@@ -369,7 +415,7 @@ static int open_signer(const uint8_t *der, size_t der_len, X509 *cert,
 		*ret_hash = md ? digest_name(md) : NULL;
 	if (!md)
 		return -ENOPKG;
-	if (CMS_signed_get_attr_count(si) >= 0)
+	if (CMS_signed_get_attr_count(si) >= 0 && !mldsa_of_cert(cert))
 		return -EPROTO;
 	if (CMS_SignerInfo_cert_cmp(si, cert) != 0)
 		return -ENOKEY;
@@ -407,6 +453,45 @@ static bool signer_id_is(CMS_SignerInfo *si, bool use_keyid)
 	return use_keyid ? keyid != NULL : issuer != NULL && sno != NULL;
 }
 
+static bool has_signed_attrs(CMS_SignerInfo *si)
+{
+	return CMS_signed_get_attr_count(si) >= 0;
+}
+
+/*
+ * The signed-attributes ML-DSA form, as the kernel with
+ * CONFIG_PKCS7_WAIVE_AUTHATTRS_REJECTION_FOR_MLDSA checks it: sha512, a
+ * contentType of data and a messageDigest of @digest among the signed
+ * attributes, and the signature (pure ML-DSA) over their DER.  -ENOSYS
+ * where this OpenSSL has no ML-DSA.
+ */
+static int verify_attrs(X509 *cert, const struct digest *md, const uint8_t *digest,
+			size_t digest_len, CMS_SignerInfo *si)
+{
+	const struct mldsa_variant *v = mldsa_of_cert(cert);
+	ASN1_OCTET_STRING *mdattr;
+	ASN1_OBJECT *ctype;
+	int r;
+
+	if (md != digest_lookup(PKCS7_MLDSA_ATTRS_DIGEST))
+		return -ENOPKG;
+	ctype = CMS_signed_get0_data_by_OBJ(si, OBJ_nid2obj(NID_pkcs9_contentType), -3,
+					    V_ASN1_OBJECT);
+	mdattr = CMS_signed_get0_data_by_OBJ(si, OBJ_nid2obj(NID_pkcs9_messageDigest), -3,
+					     V_ASN1_OCTET_STRING);
+	if (!ctype || OBJ_obj2nid(ctype) != NID_pkcs7_data || !mdattr)
+		return -EBADMSG;
+	if ((size_t)ASN1_STRING_length(mdattr) != digest_len ||
+	    memcmp(ASN1_STRING_get0_data(mdattr), digest, digest_len) != 0)
+		return -EKEYREJECTED;
+	if (!v || !mldsa_available(v))
+		return -ENOSYS;
+	CMS_SignerInfo_set1_signer_cert(si, cert);
+	r = CMS_SignerInfo_verify(si) == 1 ? 0 : -EKEYREJECTED;
+	ERR_clear_error();
+	return r;
+}
+
 int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
 			int fd, size_t body_len, const char **ret_hash)
 {
@@ -420,6 +505,10 @@ int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
 	r = open_signer(der, der_len, cert, &cms, &si, &md, ret_hash);
 	if (r < 0)
 		return r;
+	if (mldsa_of_cert(cert) && has_signed_attrs(si)) {
+		r = digest_fd(fd, body_len, md, digest, &digest_len);
+		return r < 0 ? r : verify_attrs(cert, md, digest, digest_len, si);
+	}
 	if (mldsa_of_cert(cert)) {
 		uint8_t tr[MLDSA_TR_LEN];
 
@@ -460,6 +549,9 @@ int pkcs7_verify_digest(const uint8_t *der, size_t der_len, X509 *cert,
 	 * from sign-file's byte for byte. */
 	if (!form_is_bare(cms, si) || !signer_id_is(si, use_keyid))
 		return -EBADMSG;
+	if (mldsa_of_cert(cert))
+		return has_signed_attrs(si) ? verify_attrs(cert, md, digest, digest_len, si) :
+					      -EPROTO; /* the pure form is a mu request's */
 	r = verify_raw(cert, digest_evp(md), digest, digest_len, si);
 	ERR_clear_error();
 	return r;
@@ -480,6 +572,8 @@ int pkcs7_verify_mu(const uint8_t *der, size_t der_len, X509 *cert, const uint8_
 		return r;
 	if (used != digest_lookup(PKCS7_MLDSA_DIGEST))
 		return -ENOPKG;
+	if (has_signed_attrs(si))
+		return -EPROTO;
 	if (!form_is_bare(cms, si) || !signer_id_is(si, use_keyid))
 		return -EBADMSG;
 	r = verify_mu(cert, mu, si);

@@ -67,6 +67,8 @@ int pkcs7_sign_mu(X509 *cert, EVP_PKEY *key, const uint8_t *mu, size_t mu_len,
 
 /* The hash named in the digest algorithm of the pure ML-DSA form. */
 #define PKCS7_MLDSA_DIGEST "sha512"
+/* The one hash of the signed-attributes ML-DSA form. */
+#define PKCS7_MLDSA_ATTRS_DIGEST "sha512"
 
 /* pkcs7_sign_digest_as() in the way cert_key_alg() finds for @key. */
 int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const struct digest *md,

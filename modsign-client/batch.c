@@ -640,8 +640,13 @@ static size_t batch_sign(struct batch *b)
 static bool choose_form(struct batch_opts *o)
 {
 	o->mu = false;
-	if (!o->cert || !mldsa_of_cert(o->cert) || o->mldsa_attrs)
+	if (!o->cert || !mldsa_of_cert(o->cert))
 		return true;
+	/* The kernel takes ML-DSA with signed attributes over sha512 only. */
+	if (o->mldsa_attrs) {
+		o->md = digest_lookup(PKCS7_MLDSA_ATTRS_DIGEST);
+		return true;
+	}
 	if (mldsa_cert_tr(o->cert, o->tr) < 0) {
 		warn_msg("%s: ML-DSA certificate with a bad public key", o->expect_path ?: "server");
 		return false;
@@ -674,11 +679,12 @@ static int run_sign(const struct global *g, struct batch_opts *o,
 		r = pool_open(&b.pool, g, &pin);
 		o->cert = pin.cert;
 		/* The key is known only now when no certificate was given:
-		 * an ML-DSA key's module is hashed again, into its mu. */
+		 * an ML-DSA key's module is hashed again, into its mu (or
+		 * with sha512 for the signed-attributes form). */
 		if (r >= 0 && !pin.path) {
 			if (!choose_form(o))
 				r = -EINVAL;
-			else if (o->mu && n > 0)
+			else if (mldsa_of_cert(o->cert) && n > 0)
 				items[0].digest_len = 0;
 		}
 	}

@@ -55,7 +55,7 @@ struct batch_opts {
 	/* An ML-DSA certificate: the pure form (each module's mu sent, with
 	 * the tr of the certificate's key), unless @mldsa_attrs asks for
 	 * the signed-attributes form.  Set by batch.c once @cert is known. */
-	bool mldsa_attrs;
+	bool mldsa_attrs;        /* sign --signed-attrs, sign-file -a (sha512) */
 	bool mu;
 	uint8_t tr[MLDSA_TR_LEN];
 };

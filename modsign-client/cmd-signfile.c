@@ -44,7 +44,8 @@ static const char *key_arg(const char *arg)
 
 /*
  * sign-file's options: -p also writes MODULE.p7s, -d writes only that,
- * -k names the signer by subjectKeyIdentifier, -s attaches a signature
+ * -k names the signer by subjectKeyIdentifier, -a (modsign's own) makes
+ * an ML-DSA key's signature with signed attributes, -s attaches a signature
  * made before (*@ret_raw; then -d and -p mean nothing and are refused,
  * as -s is with --batch, @raw_ok false).  Returns the index of the first
  * argument, or -EINVAL (said why).
@@ -57,9 +58,11 @@ static int sign_file_opts(int argc, char **argv, bool raw_ok, struct batch_opts 
 	*ret_raw = false;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt(argc, argv, "+sdpk")) != -1) {
+	while ((c = getopt(argc, argv, "+sdpka")) != -1) {
 		if (c == 'k')
 			o->use_keyid = true;
+		else if (c == 'a')
+			o->mldsa_attrs = true;
 		else if (c == 'p')
 			o->save_sig = true;
 		else if (c == 'd')
@@ -175,8 +178,8 @@ static int do_sign_file(const struct global *g, int argc, char **argv)
 const struct client_cmd cmd_sign_file = {
 	.name = "sign-file",
 	.fn = do_sign_file,
-	.usage = "sign-file [-dpk] HASH KEY X509 MODULE [DEST]\n"
+	.usage = "sign-file [-dpka] HASH KEY X509 MODULE [DEST]\n"
 		 "sign-file -s SIG HASH X509 MODULE [DEST]\n"
-		 "sign-file --batch [-dpk] HASH KEY X509 < MODULES",
+		 "sign-file --batch [-dpka] HASH KEY X509 < MODULES",
 	.help = "scripts/sign-file drop-in (KEY: modsign:NAME)",
 };
