@@ -40,7 +40,7 @@ static struct audit_event job_event(const struct job *j, const char *result)
 {
 	return (struct audit_event){
 		.peer = &j->conn->peer, .key = j->key->name, .key_id = j->key->key_id,
-		.md = j->md, .digest = j->digest, .digest_len = j->digest_len,
+		.md = j->md, .mu = j->mu, .digest = j->digest, .digest_len = j->digest_len,
 		.module = j->module, .result = result,
 	};
 }

@@ -27,7 +27,7 @@ bool audit_refusal(struct server *s, const struct peer *peer,
 	struct audit_event e = {
 		.peer = peer, .key = req ? req->key : NULL,
 		.md = req ? req->md : NULL, .digest = req ? req->digest : NULL,
-		.digest_len = req ? req->digest_len : 0,
+		.digest_len = req ? req->digest_len : 0, .mu = req && req->mu,
 		.module = req ? req->module : NULL, .result = why,
 	};
 
