@@ -177,6 +177,8 @@ print(hashlib.shake_256(d[-n:]).hexdigest(64))'
 	run sign_request default "$mu" "$(tr_of "$F/default.pem")"
 	assert_output --partial '"ok":true'
 	assert_output --partial '"signature"'
+	# the audit record says what the digest is
+	grep -q '"hash":"mldsa-mu","digest":"'"$mu"'"' "$F/modsignd.log"
 }
 
 @test "mu-request-with-another-certificates-tr-refused" {
