@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "mldsa.h"
+
 #include "cert.h"
 #include "digest.h"
 #include "pkcs7.h"
@@ -155,6 +157,8 @@ static int key_alg_name(EVP_PKEY *pkey, const char *group, char *buf, size_t siz
 		return snprintf(buf, size, "ecdsa-p384");
 	if (group)
 		return snprintf(buf, size, "ecdsa-%s", group);
+	if (mldsa_by_name(EVP_PKEY_get0_type_name(pkey)))
+		return snprintf(buf, size, "%s", mldsa_by_name(EVP_PKEY_get0_type_name(pkey))->name);
 	return snprintf(buf, size, "%s", EVP_PKEY_get0_type_name(pkey) ?: "unknown");
 }
 
@@ -165,9 +169,10 @@ int cert_key_alg(EVP_PKEY *pkey, struct pkcs7_key_alg *ret)
 		  EVP_PKEY_get_utf8_string_param(pkey, OSSL_PKEY_PARAM_GROUP_NAME, group,
 						 sizeof(group), NULL);
 
-	ret->sig = EVP_PKEY_is_a(pkey, "RSA") ? PKCS7_SIG_RSA_PKCS1 :
-		   ec			      ? PKCS7_SIG_ECDSA :
-						PKCS7_SIG_DEFAULT;
+	ret->sig = EVP_PKEY_is_a(pkey, "RSA")			    ? PKCS7_SIG_RSA_PKCS1 :
+		   ec						    ? PKCS7_SIG_ECDSA :
+		   mldsa_by_name(EVP_PKEY_get0_type_name(pkey)) ? PKCS7_SIG_MLDSA :
+								    PKCS7_SIG_DEFAULT;
 	/* snprintf() fails only on an encoding error: there is none here. */
 	return key_alg_name(pkey, ec ? group : NULL, ret->name, sizeof(ret->name)) < 0 ? -EIO : 0;
 }

@@ -28,6 +28,7 @@ enum pkcs7_sig {
 	PKCS7_SIG_DEFAULT,   /* as OpenSSL's CMS code signs with the key */
 	PKCS7_SIG_RSA_PKCS1, /* RSA, PKCS#1 v1.5 over a DigestInfo: rsaEncryption */
 	PKCS7_SIG_ECDSA,     /* DER ECDSA-Sig-Value: ecdsa-with-SHA* */
+	PKCS7_SIG_MLDSA,     /* pure ML-DSA (FIPS 204), empty context: id-ml-dsa-* */
 };
 
 /* What a signing key is, as modsign names it and signs with it. */
@@ -50,6 +51,24 @@ struct pkcs7_key_alg {
 int pkcs7_sign_digest_as(X509 *cert, EVP_PKEY *key, enum pkcs7_sig sig,
 			 const struct digest *md, const uint8_t *digest, size_t digest_len,
 			 bool use_keyid, uint8_t **ret_der, size_t *ret_len);
+
+/*
+ * The pure ML-DSA form the 7.x kernel verifies without signed attributes
+ * (it hands the whole module to ML-DSA): the same SignedData, with
+ * signature algorithm id-ml-dsa-44/65/87 and the signature made from
+ * @mu, the external mu of the module for @cert's key (lib/mldsa.h).  The
+ * digest algorithm field, which the kernel parses but does not use for
+ * this form, says sha512, as sign-file with OpenSSL 4 and
+ * CONFIG_MODULE_SIG_SHA512 writes it.  Needs OpenSSL 3.5 (its ML-DSA "mu"
+ * parameter): -EOPNOTSUPP elsewhere; else as pkcs7_sign_digest_as().
+ */
+int pkcs7_sign_mu(X509 *cert, EVP_PKEY *key, const uint8_t *mu, size_t mu_len,
+		  bool use_keyid, uint8_t **ret_der, size_t *ret_len);
+
+/* The hash named in the digest algorithm of the pure ML-DSA form. */
+#define PKCS7_MLDSA_DIGEST "sha512"
+/* The one hash of the signed-attributes ML-DSA form. */
+#define PKCS7_MLDSA_ATTRS_DIGEST "sha512"
 
 /* pkcs7_sign_digest_as() in the way cert_key_alg() finds for @key. */
 int pkcs7_sign_digest(X509 *cert, EVP_PKEY *key, const struct digest *md,
@@ -83,5 +102,11 @@ int pkcs7_verify_module(const uint8_t *der, size_t der_len, X509 *cert,
 int pkcs7_verify_digest(const uint8_t *der, size_t der_len, X509 *cert,
 			const struct digest *md, const uint8_t *digest, size_t digest_len,
 			bool use_keyid);
+
+/* pkcs7_verify_digest() for the pure ML-DSA form made from @mu (the
+ * daemon's reply to a mu request); -ENOSYS where this OpenSSL cannot
+ * check ML-DSA. */
+int pkcs7_verify_mu(const uint8_t *der, size_t der_len, X509 *cert, const uint8_t *mu,
+		    size_t mu_len, bool use_keyid);
 
 #endif

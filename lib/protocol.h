@@ -48,6 +48,13 @@
 #define PROTO_F_CERT_SHA256 "cert_sha256"
 #define PROTO_F_SIGNATURE   "signature"
 #define PROTO_F_LOG_INDEX   "log_index"
+/* sign, pure ML-DSA from the external mu (docs/PROTOCOL.md): "mu" in
+ * place of "hash" and "digest", and the "tr" it was made with, which must
+ * be the key's; audit and transparency log records name the hash
+ * PROTO_HASH_MU. */
+#define PROTO_F_MU          "mu"
+#define PROTO_F_TR          "tr"
+#define PROTO_HASH_MU       "mldsa-mu"
 
 /* log */
 #define PROTO_F_CHECKPOINT "checkpoint"

@@ -30,6 +30,7 @@
 #include <openssl/x509.h>
 
 #include "client.h"
+#include "mldsa.h"
 #include "paths.h"
 
 struct batch_opts {
@@ -51,6 +52,12 @@ struct batch_opts {
 	int sigfd;               /* its sigtree_open(), -1 if none */
 	const char *suffix;      /* its files' suffix */
 	const struct pathlist *roots; /* the --recursive trees, for its paths */
+	/* An ML-DSA certificate: the pure form (each module's mu sent, with
+	 * the tr of the certificate's key), unless @mldsa_attrs asks for
+	 * the signed-attributes form.  Set by batch.c once @cert is known. */
+	bool mldsa_attrs;        /* sign --signed-attrs, sign-file -a (sha512) */
+	bool mu;
+	uint8_t tr[MLDSA_TR_LEN];
 };
 
 /*

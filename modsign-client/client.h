@@ -17,8 +17,11 @@
 #include "digest.h"
 #include "macro.h"
 
-/* Exit statuses: 0 success, 1 a file or request failed, 2 usage error. */
+/* Exit statuses: 0 success, 1 a file or request failed, 2 usage error,
+ * 3 verify could not check a signature (ML-DSA where OpenSSL < 3.5) and
+ * none failed. */
 #define EXIT_USAGE 2
+#define EXIT_UNCHECKED 3
 
 #define CLIENT_SYSTEM_CONFIG "/etc/modsign/client.conf"
 

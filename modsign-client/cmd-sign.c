@@ -28,6 +28,7 @@ static int do_sign(const struct global *g, int argc, char **argv)
 		{ "key", required_argument, NULL, 'k' },
 		{ "hash", required_argument, NULL, 'H' },
 		{ "keyid", no_argument, NULL, 'i' },
+		{ "signed-attrs", no_argument, NULL, 'a' },
 		{ "recursive", required_argument, NULL, 'r' },
 		{ "stdin", no_argument, NULL, 's' },
 		{ "detached", required_argument, NULL, 'd' },
@@ -50,6 +51,8 @@ static int do_sign(const struct global *g, int argc, char **argv)
 			goto out;
 		else if (c == 'i')
 			o.use_keyid = true;
+		else if (c == 'a')
+			o.mldsa_attrs = true;
 		else if (c == 'r' && pathlist_add(&trees, optarg) < 0)
 			goto out;
 		else if (c == 's')
@@ -99,7 +102,7 @@ out:
 const struct client_cmd cmd_sign = {
 	.name = "sign",
 	.fn = do_sign,
-	.usage = "sign [--key NAME] [--cert CERT] [--hash HASH] [--keyid]\n"
+	.usage = "sign [--key NAME] [--cert CERT] [--hash HASH] [--keyid] [--signed-attrs]\n"
 		 "     [--detached DIR [--suffix .p7s|.sig]] [--recursive DIR] [--stdin] FILE...",
 	.help = "sign modules in place (re-signs signed ones),\n"
 		"or into a signature tree DIR, modules untouched;\n"

@@ -2,11 +2,11 @@
 /*
  * sign-file, scripts/sign-file's drop-in, in all its forms:
  *
- *   sign-file [-dpk] HASH KEY X509 MODULE [DEST]   kbuild's one module per
+ *   sign-file [-dpka] HASH KEY X509 MODULE [DEST]   kbuild's one module per
  *       call, signed by the daemon (batch_sign_one());
  *   sign-file -s SIG HASH X509 MODULE [DEST]       a signature made before,
  *       attached once it verifies (attach.h);
- *   sign-file --batch [-dpk] HASH KEY X509         kbuild's
+ *   sign-file --batch [-dpka] HASH KEY X509         kbuild's
  *       MODULE_SIGN_BATCH_CMD (kernel-patches/0004): called once, after
  *       every module is installed and before any is compressed, with the
  *       paths of all the modules on standard input, one per line, signed
@@ -119,7 +119,8 @@ static int key_arg(const char *arg, char **ret)
 
 /*
  * sign-file's options: -p also writes MODULE.p7s, -d writes only that,
- * -k names the signer by subjectKeyIdentifier, -s attaches a signature
+ * -k names the signer by subjectKeyIdentifier, -a (modsign's own) makes
+ * an ML-DSA key's signature with signed attributes, -s attaches a signature
  * made before (*@ret_raw; then -d and -p mean nothing and are refused,
  * as -s is with --batch, @raw_ok false).  Returns the index of the first
  * argument, or -EINVAL (said why).
@@ -132,9 +133,11 @@ static int sign_file_opts(int argc, char **argv, bool raw_ok, struct batch_opts 
 	*ret_raw = false;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt(argc, argv, "+sdpk")) != -1) {
+	while ((c = getopt(argc, argv, "+sdpka")) != -1) {
 		if (c == 'k')
 			o->use_keyid = true;
+		else if (c == 'a')
+			o->mldsa_attrs = true;
 		else if (c == 'p')
 			o->save_sig = true;
 		else if (c == 'd')
@@ -191,7 +194,7 @@ static int sign_file_args(char **args, struct batch_opts *o, char **keyname)
 	return batch_pin_cert(o, args[2]) < 0 ? 1 : 0;
 }
 
-/* sign-file --batch [-dpk] HASH KEY X509, the modules on stdin: @argv[0]
+/* sign-file --batch [-dpka] HASH KEY X509, the modules on stdin: @argv[0]
  * is "--batch". */
 static int sign_file_batch(const struct global *g, int argc, char **argv)
 {
@@ -211,7 +214,7 @@ static int sign_file_batch(const struct global *g, int argc, char **argv)
 	} else if ((i = sign_file_opts(argc, argv, false, &o, &raw)) < 0) {
 		r = EXIT_USAGE;
 	} else if (argc - i != 3) {
-		warn_msg("usage: sign-file --batch [-dpk] <hash> <key> <x509> < list of modules");
+		warn_msg("usage: sign-file --batch [-dpka] <hash> <key> <x509> < list of modules");
 		r = EXIT_USAGE;
 	} else if ((r = sign_file_args(argv + i, &o, &keyname)) == 0) {
 		r = batch_sign_paths(g, &o, &paths); /* each server's key checked first */
@@ -235,7 +238,7 @@ static int do_sign_file(const struct global *g, int argc, char **argv)
 	if (i < 0)
 		return EXIT_USAGE;
 	if (argc - i < 4 || argc - i > 5) {
-		warn_msg("usage: sign-file [-dpk] <hash> <key> <x509> <module> [<dest>]");
+		warn_msg("usage: sign-file [-dpka] <hash> <key> <x509> <module> [<dest>]");
 		warn_msg("usage: sign-file -s <raw sig> <hash> <x509> <module> [<dest>]");
 		return EXIT_USAGE;
 	}
@@ -253,9 +256,9 @@ static int do_sign_file(const struct global *g, int argc, char **argv)
 const struct client_cmd cmd_sign_file = {
 	.name = "sign-file",
 	.fn = do_sign_file,
-	.usage = "sign-file [-dpk] HASH KEY X509 MODULE [DEST]\n"
+	.usage = "sign-file [-dpka] HASH KEY X509 MODULE [DEST]\n"
 		 "sign-file -s SIG HASH X509 MODULE [DEST]\n"
-		 "sign-file --batch [-dpk] HASH KEY X509 < MODULES",
+		 "sign-file --batch [-dpka] HASH KEY X509 < MODULES",
 	.help = "scripts/sign-file drop-in (KEY: modsign:NAME or\n"
 		"pkcs11:object=NAME); also run as sign-file, or\n"
 		"with HASH first (DKMS's sign_file)",

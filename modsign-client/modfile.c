@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "compress.h"
+#include "mldsa.h"
 #include "modfile.h"
 #include "util.h"
 
@@ -261,6 +262,15 @@ int modfile_digest(struct modfile *m, const struct digest *md, uint8_t *out,
 		   size_t *ret_len)
 {
 	return digest_fd(m->fd, m->sig.body_len, md, out, ret_len);
+}
+
+int modfile_mu(struct modfile *m, const uint8_t *tr, uint8_t *out, size_t *ret_len)
+{
+	int r = mldsa_mu_fd(tr, m->fd, m->sig.body_len, out);
+
+	if (r == 0)
+		*ret_len = MLDSA_MU_LEN;
+	return r;
 }
 
 int modfile_read_sig(struct modfile *m, uint8_t **ret)

@@ -73,6 +73,10 @@ int modfile_open(const char *path, bool for_write, struct modfile *ret,
 		 const char **ret_err);
 void modfile_close(struct modfile *m);
 
+/* The external mu (lib/mldsa.h) of the module without any signature, for
+ * the ML-DSA key whose tr is @tr: MLDSA_MU_LEN bytes. */
+int modfile_mu(struct modfile *m, const uint8_t *tr, uint8_t *out, size_t *ret_len);
+
 /* Digest of the module without any signature. */
 int modfile_digest(struct modfile *m, const struct digest *md, uint8_t *out,
 		   size_t *ret_len);

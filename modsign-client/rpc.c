@@ -17,6 +17,7 @@
 #include "digest.h"
 #include "modsig.h"
 #include "note.h"
+#include "mldsa.h"
 #include "rpc.h"
 #include "util.h"
 
@@ -182,6 +183,16 @@ int rpc_cert(struct conn *c, const char *key, X509 **ret, struct rpc_error *err)
 
 /* ---- sign --------------------------------------------------------------- */
 
+static int add_tr(json_object *req, const uint8_t *tr)
+{
+	_cleanup_(freep) char *hex = NULL;
+
+	if (hex_encode(tr, MLDSA_TR_LEN, &hex) < 0)
+		return -ENOMEM;
+	json_object_object_add(req, PROTO_F_TR, json_object_new_string(hex));
+	return 0;
+}
+
 json_object *rpc_sign_request(uint64_t id, const struct rpc_sign_args *a)
 {
 	_cleanup_(freep) char *hex = NULL, *module = NULL;
@@ -197,8 +208,13 @@ json_object *rpc_sign_request(uint64_t id, const struct rpc_sign_args *a)
 	}
 	if (a->key)
 		json_object_object_add(req, PROTO_F_KEY, json_object_new_string(a->key));
-	json_object_object_add(req, PROTO_F_HASH, json_object_new_string(a->hash));
-	json_object_object_add(req, PROTO_F_DIGEST, json_object_new_string(hex));
+	if (a->tr && add_tr(req, a->tr) < 0) {
+		json_object_put(req);
+		return NULL;
+	}
+	if (!a->tr)
+		json_object_object_add(req, PROTO_F_HASH, json_object_new_string(a->hash));
+	json_object_object_add(req, a->tr ? PROTO_F_MU : PROTO_F_DIGEST, json_object_new_string(hex));
 	/* The name is for the audit record; the path says which build it is. */
 	json_object_object_add(req, PROTO_F_MODULE,
 			       json_object_new_string(module ? module : a->module));

@@ -95,6 +95,9 @@ struct rpc_sign_args {
 	size_t digest_len;
 	const char *module;    /* for the audit record only */
 	bool use_keyid;        /* name the signer by subjectKeyIdentifier */
+	const uint8_t *tr;     /* non-NULL: a mu request, @digest is mu (64
+				* bytes) made with this tr (lib/mldsa.h);
+				* @hash is not sent */
 };
 
 struct rpc_sign {

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "mldsa.h"
 #include "verify.h"
 
 const char *verify_reason(int r)
@@ -16,6 +17,8 @@ const char *verify_reason(int r)
 		return "signature uses a hash the kernel build does not offer";
 	case -ENOKEY:
 		return "signed by a different key";
+	case -ENOSYS:
+		return "cannot check an ML-DSA signature here: " MLDSA_NEEDS;
 	case -EKEYREJECTED:
 		return "BAD signature: module or signature modified";
 	}

@@ -15,6 +15,7 @@
 #include "digest.h"
 #include "log.h"
 #include "proto.h"
+#include "protocol.h"
 #include "util.h"
 
 /* A torn record left by a crash is at most this long; a longer tail
@@ -253,7 +254,9 @@ static json_object *event_json(const struct audit_event *e, const char *hex)
 	add_client_cert(o, e->peer);
 	json_object_object_add(o, "key", text_new(e->key));
 	json_object_object_add(o, "key_id", text_new(e->key_id));
-	json_object_object_add(o, "hash", e->md ? json_object_new_string(digest_name(e->md)) : NULL);
+	json_object_object_add(o, "hash", e->mu ? json_object_new_string(PROTO_HASH_MU) :
+					  e->md ? json_object_new_string(digest_name(e->md)) :
+						  NULL);
 	json_object_object_add(o, "digest", hex ? json_object_new_string(hex) : NULL);
 	add_module(o, e->module);
 	json_object_object_add(o, "result", text_new(e->result));

@@ -58,6 +58,7 @@ struct audit_event {
 	const char *key;     /* NULL if none was resolved */
 	const char *key_id;
 	const struct digest *md;    /* NULL if the request had no valid hash */
+	bool mu;             /* a mu request (@digest is mu): "hash" says PROTO_HASH_MU */
 	const uint8_t *digest;
 	size_t digest_len;
 	const char *module;

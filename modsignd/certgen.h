@@ -23,9 +23,10 @@ extern const char certgen_builtin_template[];
 
 /*
  * Generate a key of @alg (rsa2048, rsa3072, rsa4096, ecdsa-p256,
- * ecdsa-p384, or the multi-prime RSA keys rsa3072-3p and rsa4096-4p).
- * Returns -EINVAL for an unknown algorithm, -EIO if OpenSSL refused (a
- * multi-prime key under a FIPS provider).
+ * ecdsa-p384, the multi-prime RSA keys rsa3072-3p and rsa4096-4p, or
+ * mldsa44, mldsa65, mldsa87).  Returns -EINVAL for an unknown algorithm,
+ * -EOPNOTSUPP for ML-DSA where OpenSSL has none (before 3.5), -EIO if
+ * OpenSSL refused (a multi-prime key under a FIPS provider).
  */
 int certgen_key(const char *alg, EVP_PKEY **ret);
 

@@ -24,6 +24,8 @@
  *            caller (free, then the generic fields).
  *   sign     @digest into a module signature (lib/pkcs7.h), from any
  *            signing thread; the key says how it signs (k->alg.sig).
+ *   sign_mu  an ML-DSA key's mu into the pure form (pkcs7_sign_mu()),
+ *            as sign; NULL: the backend cannot (mu requests refused).
  *   health   NULL: always healthy.  Else 0, or the -errno of the last
  *            failure with a static text in *@ret_why; read after each
  *            sign, for key_health().
@@ -54,6 +56,8 @@ struct key_backend {
 		    const struct certgen_params *gen, const char **ret_err);
 	int (*sign)(struct key *k, const struct digest *md, const uint8_t *digest,
 		    size_t digest_len, bool use_keyid, uint8_t **ret_der, size_t *ret_len);
+	int (*sign_mu)(struct key *k, const uint8_t *mu, size_t mu_len, bool use_keyid,
+		       uint8_t **ret_der, size_t *ret_len);
 	int (*health)(const struct key *k, const char **ret_why);
 	const char *(*strerror)(const struct key *k, int err);
 	const struct key_metric *metrics;
@@ -75,5 +79,8 @@ const struct key_backend *key_backend_for(const char *src);
 /* Software keys (one-time or file): lib/pkcs7 with k->pkey. */
 int key_sign_soft(struct key *k, const struct digest *md, const uint8_t *digest,
 		  size_t digest_len, bool use_keyid, uint8_t **ret_der, size_t *ret_len);
+
+int key_sign_soft_mu(struct key *k, const uint8_t *mu, size_t mu_len, bool use_keyid,
+		     uint8_t **ret_der, size_t *ret_len);
 
 #endif

@@ -5,9 +5,11 @@
  * before they are made (--check-config makes none).
  */
 #include <errno.h>
+#include <openssl/opensslv.h>
 #include <string.h>
 
 #include "key-backend.h"
+#include "mldsa.h"
 #include "util.h"
 
 static bool ephemeral_claims(const char *src)
@@ -23,8 +25,10 @@ static int ephemeral_open(struct key *k, const char *src, struct keystore *ks _u
 
 	r = certgen_key(alg, &k->pkey);
 	if (r < 0)
-		return (*ret_err = r == -EINVAL ? "unknown key algorithm" :
-						  "key generation failed"), r;
+		return (*ret_err = r == -EINVAL	    ? "unknown key algorithm" :
+				   r == -EOPNOTSUPP ? MLDSA_NEEDS " (" OPENSSL_VERSION_TEXT ")" :
+						      "key generation failed"),
+		       r;
 	r = certgen_cert(k->pkey, gen, &k->cert, ret_err);
 	if (r < 0)
 		EVP_PKEY_free(TAKE_PTR(k->pkey));
@@ -36,4 +40,5 @@ const struct key_backend key_backend_ephemeral = {
 	.claims = ephemeral_claims,
 	.open = ephemeral_open,
 	.sign = key_sign_soft,
+	.sign_mu = key_sign_soft_mu,
 };

@@ -101,6 +101,11 @@ static int key_describe(struct key *k, const char **ret_err)
 	    cert_to_der(k->cert, &k->cert_der, &k->cert_der_len) < 0 ||
 	    cert_fingerprint(k->cert_der, k->cert_der_len, &k->cert_sha256) < 0)
 		return -ENOMEM;
+	if (mldsa_of_cert(k->cert)) {
+		if (mldsa_cert_tr(k->cert, k->tr) < 0)
+			return (*ret_err = "ML-DSA certificate with a bad public key"), -EINVAL;
+		k->mldsa = true;
+	}
 	return cert_key_alg(k->pkey, &k->alg);
 }
 
@@ -185,6 +190,28 @@ int key_sign_soft(struct key *k, const struct digest *md, const uint8_t *digest,
 
 	ERR_clear_error();
 	return r;
+}
+
+int key_sign_soft_mu(struct key *k, const uint8_t *mu, size_t mu_len, bool use_keyid,
+		     uint8_t **ret_der, size_t *ret_len)
+{
+	int r = pkcs7_sign_mu(k->cert, k->pkey, mu, mu_len, use_keyid, ret_der, ret_len);
+
+	ERR_clear_error();
+	return r;
+}
+
+bool key_signs_mu(const struct key *k)
+{
+	return k->mldsa && k->ops->sign_mu;
+}
+
+int key_sign_mu(struct key *k, const uint8_t *mu, size_t mu_len, bool use_keyid,
+		uint8_t **ret_der, size_t *ret_len)
+{
+	if (!key_signs_mu(k))
+		return -EOPNOTSUPP;
+	return k->ops->sign_mu(k, mu, mu_len, use_keyid, ret_der, ret_len);
 }
 
 int key_sign(struct key *k, const struct digest *md, const uint8_t *digest,

@@ -24,6 +24,7 @@
 
 #include "certgen.h"
 #include "pkcs11.h"
+#include "mldsa.h"
 #include "pkcs7.h"
 
 #define KEYS_MAX 64
@@ -50,6 +51,8 @@ struct key {
 	char *serial;   /* hex serial number (modinfo's sig_key otherwise) */
 	char *cert_sha256; /* hex SHA-256 of cert_der: clients match it cheaply */
 	char *subject;
+	bool mldsa;     /* an ML-DSA key: signs mu requests, with ... */
+	uint8_t tr[MLDSA_TR_LEN]; /* ... tr of its certificate's key (lib/mldsa.h) */
 };
 
 struct keystore {
@@ -91,6 +94,15 @@ int keystore_add(struct keystore *ks, const char *spec,
  */
 int key_sign(struct key *k, const struct digest *md, const uint8_t *digest,
 	     size_t digest_len, bool use_keyid, uint8_t **ret_der, size_t *ret_len);
+
+/*
+ * Sign @mu (the external mu of a module for this key, lib/mldsa.h) into
+ * the pure ML-DSA module signature (pkcs7_sign_mu()).  -EOPNOTSUPP when
+ * the key's backend cannot (a token), or the key is no ML-DSA key.
+ */
+bool key_signs_mu(const struct key *k);
+int key_sign_mu(struct key *k, const uint8_t *mu, size_t mu_len, bool use_keyid,
+		uint8_t **ret_der, size_t *ret_len);
 
 /* Text for an error key_sign() returned for @k; never NULL. */
 const char *key_strerror(const struct key *k, int err);

@@ -25,7 +25,29 @@ static int parse_op(const char *op, enum request_op *ret)
 	return -EOPNOTSUPP;
 }
 
-static int parse_sign(json_object *msg, struct request *req, const char **ret_err)
+/* "mu" and "tr", each 64 bytes in hex: the pure ML-DSA form. */
+static int parse_mu(json_object *msg, struct request *req, const char **ret_err)
+{
+	const char *hex;
+	size_t len;
+
+	if (json_object_object_get_ex(msg, PROTO_F_HASH, NULL) ||
+	    json_object_object_get_ex(msg, PROTO_F_DIGEST, NULL))
+		return (*ret_err = "\"" PROTO_F_MU "\" with \"" PROTO_F_HASH "\" or \"" PROTO_F_DIGEST "\""),
+		       -EINVAL;
+	if (proto_get_string(msg, PROTO_F_MU, 2 * MLDSA_MU_LEN, true, &hex) < 0 ||
+	    hex_decode(hex, req->digest, sizeof(req->digest), &req->digest_len) < 0 ||
+	    req->digest_len != MLDSA_MU_LEN)
+		return (*ret_err = "missing or bad \"" PROTO_F_MU "\""), -EINVAL;
+	if (proto_get_string(msg, PROTO_F_TR, 2 * MLDSA_TR_LEN, true, &hex) < 0 ||
+	    hex_decode(hex, req->tr, sizeof(req->tr), &len) < 0 || len != MLDSA_TR_LEN)
+		return (*ret_err = "missing or bad \"" PROTO_F_TR "\""), -EINVAL;
+	req->mu = true;
+	return 0;
+}
+
+/* "hash" and "digest": every other form. */
+static int parse_digest(json_object *msg, struct request *req, const char **ret_err)
 {
 	const char *hash, *hex;
 
@@ -40,6 +62,16 @@ static int parse_sign(json_object *msg, struct request *req, const char **ret_er
 		return (*ret_err = "missing or bad \"" PROTO_F_DIGEST "\""), -EINVAL;
 	if (req->digest_len != digest_size(req->md))
 		return (*ret_err = "digest length does not match the hash"), -EINVAL;
+	return 0;
+}
+
+static int parse_sign(json_object *msg, struct request *req, const char **ret_err)
+{
+	int r = json_object_object_get_ex(msg, PROTO_F_MU, NULL) ? parse_mu(msg, req, ret_err) :
+								   parse_digest(msg, req, ret_err);
+
+	if (r < 0)
+		return r;
 	/* Only the client's word, for the audit log; but a record that
 	 * names no module at all is useless to whoever reads it. */
 	if (proto_get_string(msg, PROTO_F_MODULE, PROTO_MAX_MODULE, true, &req->module) < 0 ||

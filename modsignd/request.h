@@ -12,6 +12,7 @@
 
 #include "digest.h"
 #include "keys.h"
+#include "mldsa.h"
 
 enum request_op { OP_STATUS, OP_CERT, OP_SIGN, OP_LOG };
 
@@ -25,6 +26,10 @@ struct request {
 	size_t digest_len;
 	const char *module;
 	bool use_keyid;
+	/* a mu request (PROTO_F_MU): digest holds mu, md is NULL, and tr
+	 * the client made it with */
+	bool mu;
+	uint8_t tr[MLDSA_TR_LEN];
 	/* OP_LOG only: a tile to read (NULL: the checkpoint and key), from */
 	const char *path;
 	uint64_t offset;

@@ -27,7 +27,7 @@ bool audit_refusal(struct server *s, const struct peer *peer,
 	struct audit_event e = {
 		.peer = peer, .key = req ? req->key : NULL,
 		.md = req ? req->md : NULL, .digest = req ? req->digest : NULL,
-		.digest_len = req ? req->digest_len : 0,
+		.digest_len = req ? req->digest_len : 0, .mu = req && req->mu,
 		.module = req ? req->module : NULL, .result = why,
 	};
 
@@ -60,10 +60,33 @@ static void dispatch_sign(struct server *s, struct conn *c,
 	memcpy(j->digest, req->digest, req->digest_len);
 	j->digest_len = req->digest_len;
 	j->use_keyid = req->use_keyid;
+	j->mu = req->mu;
 	j->start_us = metrics_now_us();
 	c->inflight++;
 	s->inflight++;
 	workq_push(s->wq, j);
+}
+
+/*
+ * What a mu request binds (docs/PROTOCOL.md): mu is made from tr, the
+ * hash of one public key, so it is a message for that key only.  The key
+ * must be an ML-DSA key that can sign mu, and tr the one of its
+ * certificate: a client that took another certificate (an old one, or
+ * another daemon's) gets a refusal, not a signature no kernel with this
+ * key would take nor one over another message.
+ */
+static bool mu_is_for(const struct key *k, const struct request *req, char *why,
+		      size_t why_size)
+{
+	if (!key_signs_mu(k))
+		snprintf(why, why_size, "key %s cannot sign \"" PROTO_F_MU "\": not an ML-DSA key%s",
+			 k->name, k->mldsa ? " in software" : "");
+	else if (memcmp(k->tr, req->tr, MLDSA_TR_LEN) != 0)
+		snprintf(why, why_size,
+			 "\"" PROTO_F_TR "\" is not key %s's: mu made for another certificate", k->name);
+	else
+		return true;
+	return false;
 }
 
 static void handle_sign(struct server *s, struct conn *c, struct request *req)
@@ -84,6 +107,11 @@ static void handle_sign(struct server *s, struct conn *c, struct request *req)
 		snprintf(why, sizeof(why), "permission denied: key %s is not granted to %s",
 			 k->name, c->peer.identity);
 		metrics_refused(s->metrics, s->keys, k, METRICS_NOT_GRANTED, 0);
+		audit_refusal(s, &c->peer, req, why);
+		conn_reply_error(c, req->id, why);
+		return;
+	}
+	if (req->mu && !mu_is_for(k, req, why, sizeof(why))) {
 		audit_refusal(s, &c->peer, req, why);
 		conn_reply_error(c, req->id, why);
 		return;

@@ -33,8 +33,10 @@ void job_free(struct job *j)
 
 static void job_run(struct job *j)
 {
-	j->r = key_sign(j->key, j->md, j->digest, j->digest_len, j->use_keyid,
-			&j->der, &j->der_len);
+	j->r = j->mu ? key_sign_mu(j->key, j->digest, j->digest_len, j->use_keyid, &j->der,
+				   &j->der_len) :
+		       key_sign(j->key, j->md, j->digest, j->digest_len, j->use_keyid, &j->der,
+				&j->der_len);
 }
 
 static void *worker(void *arg)

@@ -29,6 +29,7 @@ struct job {
 	uint8_t digest[DIGEST_MAX_LEN];
 	size_t digest_len;
 	bool use_keyid;
+	bool mu;  /* digest is an ML-DSA mu (request.h) */
 	char *module;
 	uint64_t start_us; /* metrics_now_us() when queued */
 	/* result, set by the worker */

@@ -170,7 +170,7 @@ stop_daemon() {
 }
 
 # A PEM file with a private key and its certificate, as certs/signing_key.pem.
-make_pem_key() { # FILE ALG(rsa:2048|rsa:4096-4p|ec:secp384r1) [CN]
+make_pem_key() { # FILE ALG(rsa:2048|rsa:4096-4p|ec:secp384r1|ml-dsa-65) [CN]
 	local f=$1 alg=$2 cn=${3:-modsign test key} opt
 	case $alg in
 	rsa:*-*p)
@@ -179,6 +179,7 @@ make_pem_key() { # FILE ALG(rsa:2048|rsa:4096-4p|ec:secp384r1) [CN]
 		;;
 	rsa:*) opt=(-newkey "$alg") ;;
 	ec:*) opt=(-newkey ec -pkeyopt "ec_paramgen_curve:${alg#ec:}") ;;
+	ml-dsa-*) opt=(-newkey "$alg") ;; # OpenSSL >= 3.5
 	esac
 	sed -e "s/@BITS@/2048/; s/@DAYS@/3650/; s/@HASH@/sha256/; s/@ORGANIZATION@/modsign tests/" \
 	    -e "s/@COMMON_NAME@/$cn/; s/@EMAIL@//" -e '/^[A-Za-z]* = $/d' \

@@ -244,6 +244,30 @@ UNIT_TEST(digest)
 		"\"module\":\"m.ko\"}", -EINVAL, "digest length does not match the hash");
 }
 
+/* The pure ML-DSA request (issue 31): "mu" and "tr" in place of "hash"
+ * and "digest", each 64 bytes of hex. */
+#define HEX64 "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f" \
+	      "202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+#define MU_(fields) "{\"v\":1,\"id\":9,\"op\":\"sign\"," fields ",\"module\":\"m.ko\"}"
+
+UNIT_TEST(mu)
+{
+	CHECK_EQ("mu-request-parses", parse(MU_("\"mu\":\"" HEX64 "\",\"tr\":\"" HEX64 "\"")), 0);
+	CHECK("mu-request-fields", req.mu && !req.md && req.digest_len == 64 && req.tr[63] == 0x3f &&
+					   req.digest[1] == 0x01);
+	CHECK_EQ("digest-request-is-not-mu", parse(SIGN), 0);
+	CHECK("digest-request-is-not-mu-fields", !req.mu && req.md);
+	refused("mu with a hash", MU_("\"hash\":\"sha512\",\"mu\":\"" HEX64 "\",\"tr\":\"" HEX64 "\""),
+		-EINVAL, "\"mu\" with \"hash\" or \"digest\"");
+	refused("mu with a digest", MU_("\"digest\":\"" HEX64 "\",\"mu\":\"" HEX64 "\",\"tr\":\"" HEX64 "\""),
+		-EINVAL, "\"mu\" with \"hash\" or \"digest\"");
+	refused("mu of 32 bytes", MU_("\"mu\":\"" SHA256_HEX "\",\"tr\":\"" HEX64 "\""), -EINVAL,
+		"missing or bad \"mu\"");
+	refused("mu without tr", MU_("\"mu\":\"" HEX64 "\""), -EINVAL, "missing or bad \"tr\"");
+	refused("tr of 32 bytes", MU_("\"mu\":\"" HEX64 "\",\"tr\":\"" SHA256_HEX "\""), -EINVAL,
+		"missing or bad \"tr\"");
+}
+
 UNIT_TEST(module)
 {
 	_cleanup_(freep) char *text = malloc(PROTO_MAX_MODULE + 256);
