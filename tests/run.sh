@@ -43,6 +43,8 @@ if [ -z "${MODSIGN_SKIP_QEMU:-}" ]; then
 	for v in 6.1 6.12 7.3; do
 		kernels+=("qemu-$v $REPO/tests/qemu/run.sh $v")
 	done
+	# The two ML-DSA variants of 7.3 (issue 31), one suite.
+	kernels+=("qemu-7.3-mldsa $REPO/tests/qemu/mldsa.sh")
 fi
 
 # run_suite "NAME COMMAND...": run it, its output and time kept in $out.

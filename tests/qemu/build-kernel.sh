@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # build-kernel.sh: the tiny module-signing kernel VER of tests/qemu/kernels.sh,
-# built in the cache outside the clone: Debian's linux-source-VER extracted
-# into $MODSIGN_CACHE/kernel-VER-KEY, kernel-patches/VER/ applied in the
+# built in the cache outside the clone: Debian's linux-source-BASE extracted
+# into $MODSIGN_CACHE/kernel-VER-KEY, kernel-patches/BASE/ applied in the
 # order of its series file, configured and built.  Prints the tree's path.
 #
 # KEY (kernels.sh's kernel_key) hashes every input: the package version,
@@ -113,7 +113,7 @@ main()
 	kernel_tarball || { log "cannot get $KPACKAGE from $KSUITE"; exit 1; }
 	key=$(kernel_key)
 	top=$(cache_dir "kernel-$KVER" "$key")
-	ksrc=$top/linux-source-$KVER
+	ksrc=$top/linux-source-$KBASE
 	if cache_ready "$top"; then
 		log "tree up to date ($top)"
 	else

@@ -8,10 +8,13 @@
 # kconfig.fragment, the matrix, the make targets, the compression
 # overrides of run.sh's compress_over) is the same for all of them.
 #
-#   VER        the argument of run.sh; the series is kernel-patches/VER/
-#   PACKAGE    Debian's source package; its /usr/src/PACKAGE.tar.xz holds
-#              linux-source-VER/.  Used as installed when it is, else the
-#              candidate of SUITE is downloaded (tests/cache.sh)
+#   VER        the argument of run.sh (and the name of the cached tree)
+#   PACKAGE    Debian's source package linux-source-BASE; its
+#              /usr/src/PACKAGE.tar.xz holds linux-source-BASE/, and the
+#              series is kernel-patches/BASE/.  Used as installed when it
+#              is, else the candidate of SUITE is downloaded (tests/cache.sh).
+#              A variant of a kernel (VER BASE-NAME) is the same source
+#              with another FRAGMENT: a tree of its own in the cache
 #   SUITE      where that candidate comes from
 #   EXTRA      hashes this kernel verifies beyond sha256/384/512: each one
 #              gets a guest case (sha3-*: CONFIG_CRYPTO_SHA3 below)
@@ -24,6 +27,13 @@
 # configured as 6.12: the common fragment sticks as it is (7.x's ML-DSA
 # key types matter only when the kernel makes its own key, and the SHA-1
 # module hash it dropped is not one the fragment uses).
+#
+# The two ML-DSA variants of 7.3 (tests/qemu/mldsa.sh, issue 31) verify
+# ML-DSA module signatures (CRYPTO_MLDSA) and differ in one option: the
+# kernel without PKCS7_WAIVE_AUTHATTRS_REJECTION_FOR_MLDSA takes only the
+# pure form (no signed attributes, the whole module signed), the one with
+# it also takes the signed-attributes form that OpenSSL 3.5's sign-file
+# makes.  Their certificates are ML-DSA ones made by mldsa.sh.
 kernel_table()
 {
 	cat <<-'EOF'
@@ -31,11 +41,14 @@ kernel_table()
 	6.1    linux-source-6.1   bookworm          -                           -
 	6.12   linux-source-6.12  trixie            sha3-256,sha3-384,sha3-512  CONFIG_MODULE_COMPRESS=y,CONFIG_MODULE_COMPRESS_ALL=y,CONFIG_CRYPTO_SHA3=y
 	7.3    linux-source-7.3   trixie-backports  sha3-256,sha3-384,sha3-512  CONFIG_MODULE_COMPRESS=y,CONFIG_MODULE_COMPRESS_ALL=y,CONFIG_CRYPTO_SHA3=y
+	7.3-mldsa        linux-source-7.3  trixie-backports  -  CONFIG_MODULE_COMPRESS=y,CONFIG_MODULE_COMPRESS_ALL=y,CONFIG_CRYPTO_MLDSA=y
+	7.3-mldsa-waive  linux-source-7.3  trixie-backports  -  CONFIG_MODULE_COMPRESS=y,CONFIG_MODULE_COMPRESS_ALL=y,CONFIG_CRYPTO_MLDSA=y,CONFIG_PKCS7_WAIVE_AUTHATTRS_REJECTION_FOR_MLDSA=y
 	EOF
 }
 
-# kernel_select VER: set KVER, KPACKAGE, KSUITE, KEXTRA_HASHES (space
-# separated), KFRAGMENT (one option a line) and KSERIES from VER's row.
+# kernel_select VER: set KVER, KPACKAGE, KBASE (the source's version),
+# KSUITE, KEXTRA_HASHES (space separated), KFRAGMENT (one option a line)
+# and KSERIES from VER's row.
 kernel_select()
 {
 	local row
@@ -48,12 +61,13 @@ kernel_select()
 	set -- $row
 	KVER=$1
 	KPACKAGE=$2
+	KBASE=${2#linux-source-}
 	KSUITE=$3
 	KEXTRA_HASHES=${4//,/ }
 	KFRAGMENT=${5//,/$'\n'}
 	[ "$KEXTRA_HASHES" != - ] || KEXTRA_HASHES=
 	[ "$KFRAGMENT" != - ] || KFRAGMENT=
-	KSERIES=$repo/kernel-patches/$KVER
+	KSERIES=$repo/kernel-patches/$KBASE
 	[ -f "$KSERIES/series" ] || { echo "no $KSERIES/series" >&2; return 1; }
 }
 
