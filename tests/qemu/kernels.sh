@@ -98,7 +98,9 @@ kernel_tarball()
 }
 
 # kernel_key: the cache key of VER's tree: the package version, the
-# series, the fragment, this row and the scripts that build it.
+# series, the fragment, this row and the code that builds it (this file's
+# functions, not its other rows: a kernel added to the table rebuilds no
+# other kernel).
 kernel_key()
 {
 	local p
@@ -110,7 +112,7 @@ kernel_key()
 		while read -r p; do
 			[ -z "$p" ] || cat "$KSERIES/$p"
 		done < "$KSERIES/series"
-		cat "$repo/tests/qemu/kconfig.fragment" "$repo/tests/qemu/build-kernel.sh" \
-			"$repo/tests/qemu/kernels.sh"
+		cat "$repo/tests/qemu/kconfig.fragment" "$repo/tests/qemu/build-kernel.sh"
+		declare -f kernel_select kernel_tarball kernel_key
 	} | cache_key
 }
