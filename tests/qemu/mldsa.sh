@@ -157,7 +157,7 @@ expectation()
 }
 
 # The form option of modsign-client for the signed-attributes form.
-MLDSA_ATTRS_OPT=${MLDSA_ATTRS_OPT:---mldsa-attrs}
+MLDSA_ATTRS_OPT=${MLDSA_ATTRS_OPT:---signed-attrs}
 
 npass=0
 nfail=0
