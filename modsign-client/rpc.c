@@ -195,14 +195,10 @@ static int add_tr(json_object *req, const uint8_t *tr)
 
 json_object *rpc_sign_request(uint64_t id, const struct rpc_sign_args *a)
 {
-	_cleanup_(freep) char *hex = NULL, *module = NULL;
+	_cleanup_(freep) char *hex = NULL;
 	json_object *req = proto_request_new(id, PROTO_OP_SIGN);
 
-	/* The wire is ASCII (proto.h): a name not UTF-8 (a Latin-1 file
-	 * name) has no escape, and would make the frame refused. */
-	if (!req || hex_encode(a->digest, a->digest_len, &hex) < 0 ||
-	    (a->module && !utf8_is_valid(a->module) &&
-	     utf8_replace_invalid(a->module, &module) < 0)) {
+	if (!req || hex_encode(a->digest, a->digest_len, &hex) < 0) {
 		json_object_put(req);
 		return NULL;
 	}
@@ -216,8 +212,7 @@ json_object *rpc_sign_request(uint64_t id, const struct rpc_sign_args *a)
 		json_object_object_add(req, PROTO_F_HASH, json_object_new_string(a->hash));
 	json_object_object_add(req, a->tr ? PROTO_F_MU : PROTO_F_DIGEST, json_object_new_string(hex));
 	/* The name is for the audit record; the path says which build it is. */
-	json_object_object_add(req, PROTO_F_MODULE,
-			       json_object_new_string(module ? module : a->module));
+	json_object_object_add(req, PROTO_F_MODULE, json_object_new_string(a->module));
 	if (a->use_keyid)
 		json_object_object_add(req, PROTO_F_USE_KEYID, json_object_new_boolean(1));
 	return req;

@@ -394,28 +394,6 @@ UNIT_TEST(sign_request)
 	json_object_put(req);
 }
 
-/* A module whose name is not UTF-8 (a Latin-1 file name) is still signed:
- * the wire is ASCII (proto.h) and its frame was refused, -EBADMSG, so the
- * client said "Bad message" and signed nothing.  Its name travels with
- * each ill-formed byte as U+FFFD. */
-UNIT_TEST(sign_request_latin1_name)
-{
-	static const uint8_t digest[] = { 0xde, 0xad, 0xbe, 0xef };
-	struct rpc_sign_args a = { .hash = "sha256", .digest = digest,
-				   .digest_len = sizeof(digest), .module = "caf\xe9.ko" };
-	json_object *req = rpc_sign_request(5, &a);
-	uint8_t *frame = NULL;
-	size_t len;
-
-	CHECK("latin1-name: request", req != NULL);
-	CHECK_EQ("latin1-name: its frame is built",
-		 req ? proto_frame_build(req, &frame, &len) : -1, 0);
-	CHECK("latin1-name: U+FFFD for the bad byte",
-	      req && has_str(req, PROTO_F_MODULE, "caf\xef\xbf\xbd.ko"));
-	free(frame);
-	json_object_put(req);
-}
-
 /* rpc_sign_reply() of the reply @json, expecting @expect. */
 static int sign_from(const char *json, const char *expect, struct rpc_sign **ret,
 		     struct rpc_error *err)
