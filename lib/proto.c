@@ -87,12 +87,17 @@ int proto_ascii(const uint8_t *in, size_t n, char **ret, size_t *ret_len)
 			out[o++] = (char)in[i];
 			continue;
 		}
-		/* "\" then a raw character: no JSON escape, and rewriting it
-		 * would make one ("\\u..."): refused as json-c refuses it. */
+		/* A byte that begins no well-formed sequence, or any byte right
+		 * after a backslash (rewriting it would make an escape), goes as
+		 * it is: the parser decides, as before this rewrite (json-c 0.16
+		 * keeps such bytes, 0.18 refuses them), and no string's bytes
+		 * ever change. */
 		len = utf8_decode(in + i, n - i, &cp);
 		if (len < 0 || esc) {
-			free(out);
-			return -EBADMSG;
+			len = 1;
+			esc = false;
+			out[o++] = (char)in[i];
+			continue;
 		}
 		if (cp >= 0x10000) {
 			cp -= 0x10000;

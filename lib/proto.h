@@ -42,12 +42,13 @@ int proto_frame_take(const uint8_t *buf, size_t len, json_object **ret,
 		     size_t *ret_used);
 
 /*
- * @in (@n bytes of JSON text) with every non-ASCII character written as a
- * \uXXXX escape (a surrogate pair beyond U+FFFF).  Returns 0 when @in is
- * ASCII already (*@ret NULL), 1 with *@ret a new NUL-terminated copy of
- * *@ret_len bytes, -EBADMSG for invalid UTF-8 or a raw character right
- * after a backslash, -ENOMEM.  Both ends of a frame pass through it: the
- * wire is ASCII (lib/proto.c says why).
+ * @in (@n bytes of JSON text) with every well-formed non-ASCII UTF-8
+ * sequence written as a \uXXXX escape (a surrogate pair beyond U+FFFF); a
+ * byte of no well-formed sequence, or one right after a backslash, is kept
+ * as it is, for the parser to judge.  Returns 0 when @in has no byte above
+ * 0x7f (*@ret NULL), 1 with *@ret a new NUL-terminated copy of *@ret_len
+ * bytes, -ENOMEM, -EMSGSIZE.  Both ends of a frame pass through it
+ * (lib/proto.c says why).
  */
 int proto_ascii(const uint8_t *in, size_t n, char **ret, size_t *ret_len);
 
