@@ -66,27 +66,44 @@ static EVP_PKEY *rsa_keygen(unsigned bits, unsigned primes)
 	return k;
 }
 
-int certgen_key(const char *alg, EVP_PKEY **ret)
+/* The index of @alg's row; -EINVAL when there is none, -EOPNOTSUPP when
+ * this OpenSSL cannot make it. */
+static int alg_row(const char *alg)
 {
-	EVP_PKEY *k = NULL;
-
 	for (size_t i = 0; i < ELEMENTSOF(algs); i++) {
 		if (strcmp(alg, algs[i].name) != 0)
 			continue;
 		if (algs[i].type && !mldsa_available(mldsa_by_name(algs[i].type)))
 			return -EOPNOTSUPP;
-		if (algs[i].type)
-			k = EVP_PKEY_Q_keygen(NULL, NULL, algs[i].type);
-		else if (algs[i].curve)
-			k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", algs[i].curve);
-		else
-			k = rsa_keygen(algs[i].bits, algs[i].primes);
-		if (!k)
-			return -EIO;
-		*ret = k;
-		return 0;
+		return (int)i;
 	}
 	return -EINVAL;
+}
+
+int certgen_check(const char *alg)
+{
+	int i = alg_row(alg);
+
+	return i < 0 ? i : 0;
+}
+
+int certgen_key(const char *alg, EVP_PKEY **ret)
+{
+	int i = alg_row(alg);
+	EVP_PKEY *k;
+
+	if (i < 0)
+		return i;
+	if (algs[i].type)
+		k = EVP_PKEY_Q_keygen(NULL, NULL, algs[i].type);
+	else if (algs[i].curve)
+		k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", algs[i].curve);
+	else
+		k = rsa_keygen(algs[i].bits, algs[i].primes);
+	if (!k)
+		return -EIO;
+	*ret = k;
+	return 0;
 }
 
 struct field {

@@ -30,6 +30,10 @@ extern const char certgen_builtin_template[];
  */
 int certgen_key(const char *alg, EVP_PKEY **ret);
 
+/* What certgen_key(@alg) would return before generating: 0, -EINVAL or
+ * -EOPNOTSUPP (for --check-config, which makes no key). */
+int certgen_check(const char *alg);
+
 /*
  * Make the self-signed certificate of @key from the template.  Returns 0,
  * or -EINVAL when the template is unusable (*@ret_err then names why).

@@ -244,3 +244,30 @@ print(hashlib.shake_256(d[-n:]).hexdigest(64))'
 	assert_output --partial "ML-DSA keys need OpenSSL >= 3.5"
 	[ "${#lines[@]}" -eq 1 ]
 }
+
+@test "mldsa-check-config-refuses-without-openssl-3.5" {
+	have_mldsa && skip "this OpenSSL has ML-DSA"
+	: >empty.conf
+	run "$MODSIGND" --config empty.conf --check-config --listen "unix:$T/s" \
+		--key k=ephemeral:mldsa65
+	assert_failure
+	assert_output --partial "key k=ephemeral:mldsa65: ML-DSA keys need OpenSSL >= 3.5"
+	[ "${#lines[@]}" -eq 1 ]
+}
+
+@test "check-config-accepts-what-this-openssl-makes" {
+	# twin: a one-time key this OpenSSL can make passes; an unknown one not
+	: >empty.conf
+	run "$MODSIGND" --config empty.conf --check-config --listen "unix:$T/s" \
+		--key k=ephemeral:ecdsa-p384
+	assert_success
+	if have_mldsa; then
+		run "$MODSIGND" --config empty.conf --check-config --listen "unix:$T/s" \
+			--key k=ephemeral:mldsa65
+		assert_success
+	fi
+	run "$MODSIGND" --config empty.conf --check-config --listen "unix:$T/s" \
+		--key k=ephemeral:rsa
+	assert_failure
+	assert_output --partial "unknown key algorithm"
+}
