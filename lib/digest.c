@@ -103,18 +103,13 @@ int digest_buf(const void *buf, size_t len, const struct digest *d,
  * touches (about 13 us each on the build farm's VMs, against 1 us for a
  * read), so a file-sized buffer cost more than hashing the module did.  16
  * KiB keeps the reads few and the hashing in L1. */
-int digest_fd(int fd, size_t len, const struct digest *d, uint8_t *out,
-	      size_t *ret_len)
+int digest_update_fd(EVP_MD_CTX *ctx, int fd, size_t len)
 {
 	enum { CHUNK = 16 * 1024 };
 	uint8_t buf[CHUNK];
-	EVP_MD_CTX *ctx;
 	size_t done = 0;
-	int r;
+	int r = 0;
 
-	r = begin(d, &ctx);
-	if (r < 0)
-		return r;
 	while (r == 0 && done < len) {
 		size_t want = len - done < CHUNK ? len - done : CHUNK;
 		ssize_t got = pread(fd, buf, want, (off_t)done);
@@ -130,5 +125,17 @@ int digest_fd(int fd, size_t len, const struct digest *d, uint8_t *out,
 			done += (size_t)got;
 		}
 	}
-	return finish(ctx, r, d, out, ret_len);
+	return r;
+}
+
+int digest_fd(int fd, size_t len, const struct digest *d, uint8_t *out,
+	      size_t *ret_len)
+{
+	EVP_MD_CTX *ctx;
+	int r;
+
+	r = begin(d, &ctx);
+	if (r < 0)
+		return r;
+	return finish(ctx, digest_update_fd(ctx, fd, len), d, out, ret_len);
 }

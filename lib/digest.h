@@ -35,6 +35,12 @@ size_t digest_size(const struct digest *d);
 int digest_fd(int fd, size_t len, const struct digest *d, uint8_t *out,
 	      size_t *ret_len);
 
+/* Feed the first @len bytes of @fd (from offset 0) to @ctx, a digest
+ * begun by the caller (an XOF too: ML-DSA's mu, lib/mldsa.c).  Returns 0
+ * or -errno; -ESTALE if the file is shorter than @len. */
+struct evp_md_ctx_st;
+int digest_update_fd(struct evp_md_ctx_st *ctx, int fd, size_t len);
+
 /* Hash a buffer. */
 int digest_buf(const void *buf, size_t len, const struct digest *d,
 	       uint8_t *out, size_t *ret_len);

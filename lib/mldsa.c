@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "macro.h"
+#include "digest.h"
 #include "mldsa.h"
 
 /* FIPS 204 Table 1/2, and NIST's OIDs (RFC 9881): one row per variant. */
@@ -104,30 +105,12 @@ static const uint8_t pure_empty_ctx[2] = { 0x00, 0x00 };
 
 int mldsa_mu_fd(const uint8_t tr[MLDSA_TR_LEN], int fd, size_t len, uint8_t mu[MLDSA_MU_LEN])
 {
-	enum { CHUNK = 16 * 1024 };
-	uint8_t buf[CHUNK];
 	EVP_MD_CTX *ctx;
-	size_t done = 0;
 	int r = shake(tr, MLDSA_TR_LEN, pure_empty_ctx, sizeof(pure_empty_ctx), &ctx);
 
 	if (r < 0)
 		return r;
-	while (r == 0 && done < len) {
-		size_t want = len - done < CHUNK ? len - done : CHUNK;
-		ssize_t got = pread(fd, buf, want, (off_t)done);
-
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			r = -errno;
-		else if (got == 0) /* file shrank under us */
-			r = -ESTALE;
-		else if (EVP_DigestUpdate(ctx, buf, (size_t)got) != 1)
-			r = -EIO;
-		else
-			done += (size_t)got;
-	}
-	return shake_end(ctx, r, mu);
+	return shake_end(ctx, digest_update_fd(ctx, fd, len), mu);
 }
 
 int mldsa_mu_buf(const uint8_t tr[MLDSA_TR_LEN], const void *buf, size_t len,
