@@ -131,22 +131,22 @@ PY
 }
 
 # uefi_boot IMAGE CONSOLE: IMAGE as the removable-media loader of a FAT
-# disk, booted by OVMF with the snakeoil PK/KEK/db and Secure Boot
-# enforcing (SMM, the secure flash); returns once the EFI stub or the
-# firmware's refusal is on CONSOLE (the kernel then has no root: it is
-# stopped), at most 180 s later.
+# disk (CONSOLE.d/esp), booted by OVMF with the snakeoil PK/KEK/db and
+# Secure Boot enforcing (SMM, the secure flash); returns once the EFI
+# stub or the firmware's refusal is on CONSOLE (the kernel then has no
+# root: it is stopped), at most 180 s later.  Two run side by side.
 uefi_boot() {
-	local pid i
-	rm -rf esp && mkdir -p esp/EFI/BOOT
-	cp "$1" esp/EFI/BOOT/BOOTX64.EFI
-	cp "$OVMF_VARS" vars.fd
+	local d=$T/$2.d pid i
+	mkdir -p "$d/esp/EFI/BOOT"
+	cp "$1" "$d/esp/EFI/BOOT/BOOTX64.EFI"
+	cp "$OVMF_VARS" "$d/vars.fd"
 	: >"$2"
 	qemu-system-x86_64 -machine q35,smm=on -accel tcg -m 512 -nodefaults -display none \
 		-global driver=cfi.pflash01,property=secure,value=on \
 		-drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_CODE" \
-		-drive if=pflash,format=raw,unit=1,file=vars.fd \
-		-drive "file=fat:$T/esp,format=raw,if=virtio,readonly=on" \
-		-serial "file:$2" -no-reboot </dev/null >qemu.log 2>&1 3>&- &
+		-drive "if=pflash,format=raw,unit=1,file=$d/vars.fd" \
+		-drive "file=fat:$d/esp,format=raw,if=virtio,readonly=on" \
+		-serial "file:$2" -no-reboot </dev/null >"$d/qemu.log" 2>&1 3>&- &
 	pid=$!
 	for ((i = 0; i < 360; i++)); do
 		grep -qaE 'EFI stub: |Access Denied|Security Violation' "$2" && break
@@ -159,17 +159,19 @@ uefi_boot() {
 
 @test "p11-uefi-secure-boot-ovmf" {
 	p11_sbsign sb "$SNAKEOIL.pem" "$EFI" sb.efi
-	uefi_boot sb.efi console
-	run cat -v console
-	assert_output --partial "EFI stub: UEFI Secure Boot is enabled."
-	refute_output --partial "Access Denied"
-	# Twin: signed through the module too, but with a key the firmware's
-	# db does not hold: the firmware refuses to start it.
+	# The twin: signed through the module too, but with a key the
+	# firmware's db does not hold.
 	p11_sbsign rsa "$F/rsa.crt" "$EFI" rsa.efi
 	run sbverify --cert "$F/rsa.crt" rsa.efi
 	assert_success
-	uefi_boot rsa.efi console
-	run cat -v console
+	uefi_boot sb.efi sb.console &
+	uefi_boot rsa.efi rsa.console
+	wait
+	run cat -v sb.console
+	assert_output --partial "EFI stub: UEFI Secure Boot is enabled."
+	refute_output --partial "Access Denied"
+	# The firmware refuses to start the twin.
+	run cat -v rsa.console
 	assert_output --partial "Access Denied"
 	refute_output --partial "EFI stub"
 }
