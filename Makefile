@@ -80,7 +80,7 @@ $(B)/modsignd: $(DAEMON_OBJ) $(B)/libmodsign.a
 $(B)/modsign-client: $(CLIENT_OBJ) $(B)/libmodsign.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) $(COMP_LIBS)
 
-# The PKCS#11 module (docs/PKCS11-MODULE.md): the client's connection,
+# The PKCS#11 module (docs/PKCS11.md): the client's connection,
 # config and requests, the very objects the client links, and the
 # module's own; only C_GetFunctionList is exported, so no name of ours
 # meets one of the program that loads it.

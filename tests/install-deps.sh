@@ -14,13 +14,15 @@ declare -A group=(
 	# p11-kit proxy, certtool; systemd: systemd-socket-activate;
 	# iproute2/socat: namespaces and the HSM link; linux-source: the
 	# reference sign-file; kmod/xz-utils/zstd: modinfo, compressed modules;
-	# libengine-pkcs11-openssl: openssl through modsign-pkcs11.so.
+	# libengine-pkcs11-openssl: openssl through modsign-pkcs11.so;
+	# sbsigntool: sbsign/sbverify through it (pkcs11-consumers.bats).
 	[test]="softhsm2 opensc p11-kit-modules gnutls-bin systemd iproute2 socat
-		libengine-pkcs11-openssl
+		libengine-pkcs11-openssl sbsigntool
 		kmod xz-utils zstd python3 util-linux man-db linux-source
 		bats bats-assert bats-support strace jq"
 	[fuzz]="clang libclang-rt-dev valgrind"
-	[qemu]="qemu-system-x86 busybox-static bc flex bison libelf-dev cpio dwarves"
+	# ovmf: UEFI with Secure Boot and its snakeoil keys (pkcs11-consumers.bats).
+	[qemu]="qemu-system-x86 busybox-static bc flex bison libelf-dev cpio dwarves ovmf"
 	[go]="golang-go golang-golang-x-mod-dev"   # tests/tlog-go
 	[deb]="debhelper dpkg-dev lintian"
 	[vm]="mmdebstrap qemu-utils e2fsprogs"     # tests/vm

@@ -15,61 +15,9 @@
 # under env -i with PATH alone, as apt's kernel hooks run it.
 
 load ../common
+load dkms
 
-PKG=v4l2loopback
-
-# The source of v4l2loopback-dkms as the archive ships it, kept in the
-# cache under its version: only the package is an input.
-dkms_source() {
-	local ver key dir
-
-	ver=$(apt-cache policy v4l2loopback-dkms | awk '/Candidate:/ { print $2 }')
-	[ -n "$ver" ] && [ "$ver" != "(none)" ] || {
-		echo "v4l2loopback-dkms: not in this machine's archive" >&2
-		return 1
-	}
-	key=$(echo "v4l2loopback-dkms $ver" | cache_key)
-	dir=$(cache_dir dkms-src "$key")
-	cache_lock dkms-src
-	if ! cache_ready "$dir"; then
-		rm -rf "$dir" && mkdir -p "$dir" || return 1
-		(cd "$dir" && apt-get download -q "v4l2loopback-dkms=$ver" >download.log 2>&1 &&
-			dpkg-deb -x v4l2loopback-dkms_*.deb root) || {
-			cat "$dir/download.log" >&2
-			return 1
-		}
-		cache_done dkms-src "$key"
-	fi
-	exec 9>&-
-	ls -d "$dir"/root/usr/src/$PKG-*
-}
-
-# The newest Debian headers that are not the running kernel's
-# (tests/install-deps.sh installs linux-headers-amd64).
-headers_version() {
-	local d v best=
-
-	for d in /usr/src/linux-headers-*; do
-		v=${d#/usr/src/linux-headers-}
-		[ -f "$d/.config" ] && [ -e "/lib/modules/$v/build" ] || continue
-		[ "$v" != "$(uname -r)" ] || continue
-		best=$(printf '%s\n' $best "$v" | sort -V | tail -n1)
-	done
-	[ -n "$best" ] || { echo "no linux-headers-*-amd64 but the running kernel's" >&2; return 1; }
-	echo "$best"
-}
-
-setup_file() {
-	command -v dkms >/dev/null || {
-		echo "dkms missing: tests/install-deps.sh dkms" >&2
-		return 1
-	}
-	. "$REPO/tests/cache.sh"
-	KVER=$(headers_version)
-	SRC=$(dkms_source)
-	VER=${SRC##*/$PKG-}
-	export KVER SRC VER
-}
+setup_file() { dkms_file_setup; }
 
 setup() {
 	case_setup
@@ -84,27 +32,6 @@ setup() {
 }
 
 teardown() { case_teardown; }
-
-# dkms_run ARGS...: Debian's dkms in the case's namespace (its
-# framework.conf.d, its root home), its environment reset as apt's hooks
-# reset it (env -i; DKMS_ENV adds to it), on the case's trees.
-dkms_run() {
-	unshare -m --propagation private sh -c \
-		'mount --bind "$0/etc-dkms" /etc/dkms && mount --bind "$0/home" /root && exec "$@"' \
-		"$T" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin ${DKMS_ENV:-} \
-		dkms "$@" --dkmstree "$T/dkms" --sourcetree "$T/src" \
-		--installtree "$T/modules" --no-depmod
-}
-
-# dkms_install: add, build (where it signs) and install, from a fresh
-# DKMS tree; the output of all three in dkms.out.
-dkms_install() {
-	rm -rf "$T/dkms" "$T/modules/$KVER/updates"
-	mkdir -p "$T/dkms"
-	{ dkms_run add "$PKG/$VER" &&
-		dkms_run build "$PKG/$VER" -k "$KVER" &&
-		dkms_run install "$PKG/$VER" -k "$KVER"; } >"$T/dkms.out" 2>&1
-}
 
 # The shipped check (dkms/zz-modsign-dkms-check) on the case's tree.
 dkms_check() {

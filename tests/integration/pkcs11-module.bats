@@ -1,13 +1,12 @@
 #!/usr/bin/env bats
-# modsign-pkcs11.so (docs/PKCS11-MODULE.md) with the real consumers:
+# modsign-pkcs11.so (docs/PKCS11.md) with the real consumers:
 # pkcs11-tool, p11-kit, openssl through libp11's engine.  One daemon for
 # the file (its cases only sign and read): keys rsa (a file key, so the
 # certificate is known beforehand), ec and other; root is granted rsa
 # and ec, nobody rsa alone, other no one.
 
 load ../common
-
-P11=${P11:-$B/modsign-pkcs11.so}
+load pkcs11
 
 setup_file() {
 	local d=$BATS_FILE_TMPDIR
@@ -32,7 +31,6 @@ setup() {
 	echo "the data a tool signs, changed" >tampered
 }
 
-hexid() { printf %s "$1" | od -An -tx1 | tr -d ' \n'; }
 p11() { pkcs11-tool --module "$P11" "$@"; }
 # sign MECH KEY IN OUT [pkcs11-tool options]
 p11sign() { p11 --sign -m "$1" --id "$(hexid "$2")" -i "$3" -o "$4" "${@:5}"; }
@@ -237,26 +235,6 @@ PY
 	assert_output --partial "PASS p11-child-not-initialized"
 	assert_output --partial "PASS p11-parent-signs-after-child"
 	refute_output --partial "FAIL"
-}
-
-# OpenSSL's pkcs11-provider: bookworm's sign-file (6.1) loads it for a
-# pkcs11: key.  Debian 12 has it only in bookworm-backports: the package
-# is fetched once into the cache with a private apt configuration
-# (tests/cache.sh), never installed; OPENSSL_MODULES points at it.
-provider_dir() {
-	local d
-	. "$REPO/tests/cache.sh"
-	if [ -e /usr/lib/x86_64-linux-gnu/ossl-modules/pkcs11.so ]; then
-		echo /usr/lib/x86_64-linux-gnu/ossl-modules
-		return
-	fi
-	d=$(cache_dir pkcs11-provider "$(echo bookworm-backports pkcs11-provider | cache_key)")
-	if ! cache_ready "$d"; then
-		rm -rf "$d" && mkdir -p "$d"
-		apt_suite_download "$d/deb" bookworm-backports pkcs11-provider >&2 || return 1
-		dpkg-deb -x "$d"/deb/*.deb "$d/x" && cache_done pkcs11-provider "${d##*-}" || return 1
-	fi
-	echo "$d/x/usr/lib/x86_64-linux-gnu/ossl-modules"
 }
 
 # The kernel's sign-file, unpatched, with a CONFIG_MODULE_SIG_KEY-style URI.

@@ -1,0 +1,370 @@
+#!/usr/bin/env bats
+# modsign-pkcs11.so (docs/PKCS11.md) with the consumers that are not
+# pkcs11-module.bats's: sbsign signing an EFI kernel image (and OVMF
+# booting it with Secure Boot enforcing), DKMS with its own default
+# sign_file and a pkcs11: mok_signing_key, openssl pkeyutl and cms
+# through OpenSSL's pkcs11-provider.
+#
+# One daemon for the sbsign and openssl cases (they only sign and read):
+# keys sb (Debian's OVMF "snakeoil" key, the one key the db of
+# OVMF_VARS_4M.snakeoil.fd trusts: its private key ships in the ovmf
+# package for exactly this), rsa (a file key: a certificate OVMF does not
+# trust), ec, and other; root is granted sb, rsa and ec, other no one.
+# The DKMS cases have a daemon each, as dkms.bats's, and reach it as a
+# user would: root's client.conf, pkcs11-provider in OpenSSL's modules
+# directory, the module's p11-kit file (dkms_p11_setup).
+
+load ../common
+load pkcs11
+load dkms
+
+OVMF_CODE=/usr/share/OVMF/OVMF_CODE_4M.snakeoil.fd
+OVMF_VARS=/usr/share/OVMF/OVMF_VARS_4M.snakeoil.fd
+SNAKEOIL=/usr/share/ovmf/PkKek-1-snakeoil
+
+# The EFI kernel image of the release's linux-image package (the one
+# tests/fixtures.sh takes the modules of), its Debian signature removed,
+# kept in the cache under the fixtures' own key (their package and
+# version: no apt-cache run, seconds each where apt keeps no cache).
+efi_image() {
+	local pkg key dir
+
+	pkg=$(cat "$FIX/modules.stamp")
+	key=$(readlink -f "$FIX" | cache_key)
+	dir=$(cache_dir efi-image "$key")
+	cache_lock efi-image
+	if ! cache_ready "$dir"; then
+		rm -rf "$dir" && mkdir -p "$dir" &&
+			(cd "$dir" && apt-get -o APT::Sandbox::User=root download -q "$pkg" \
+				>download.log 2>&1) &&
+			dpkg-deb --fsys-tarfile "$dir"/*.deb |
+			tar -xO --wildcards './boot/vmlinuz-*' >"$dir/vmlinuz.efi" &&
+			sbattach --remove "$dir/vmlinuz.efi" >/dev/null &&
+			rm "$dir"/*.deb && cache_done efi-image "$key" || {
+			cat "$dir/download.log" >&2
+			exec 9>&-
+			return 1
+		}
+	fi
+	exec 9>&-
+	echo "$dir/vmlinuz.efi"
+}
+
+setup_file() {
+	local d=$BATS_FILE_TMPDIR
+
+	dkms_file_setup || return 1
+	PROV=$(provider_dir) || return 1
+	EFI=$(efi_image) || return 1
+	export PROV EFI
+	# The snakeoil key, its passphrase ("snakeoil", README.Debian) removed
+	# for the daemon, in the file's private directory.
+	(umask 077 && openssl pkey -in "$SNAKEOIL.key" -passin pass:snakeoil -out "$d/sb.pem" &&
+		cat "$SNAKEOIL.pem" >>"$d/sb.pem") || return 1
+	openssl req -x509 -newkey rsa:2048 -nodes -days 30 -subj /CN=p11-rsa \
+		-keyout "$d/rsa.key" -out "$d/rsa.crt" 2>/dev/null
+	(umask 077 && cat "$d/rsa.key" "$d/rsa.crt" >"$d/rsa.pem")
+	file_daemon_start --key "sb=$d/sb.pem" --key "rsa=$d/rsa.pem" \
+		--key ec=ephemeral:ecdsa-p256 --key other=ephemeral:ecdsa-p256 --allow uid:0=sb,rsa,ec
+	MODSIGN_SERVER=unix:$d/sock "$C" cert --key ec >"$d/ec.crt"
+}
+
+teardown_file() { file_daemon_stop; }
+
+setup() {
+	file_daemon_case
+	echo "the data a tool signs" >data
+	openssl dgst -sha256 -binary data >data.sha256
+	echo "the data a tool signs, changed" >tampered
+}
+
+pub() { openssl x509 -in "$F/$1.crt" -pubkey -noout >"$1.pub"; echo "$1.pub"; }
+
+# ---- sbsign ------------------------------------------------------------------
+
+# p11_sbsign KEY CERT IN OUT: sbsign through libp11's engine and the module.
+p11_sbsign() {
+	PKCS11_MODULE_PATH=$P11 sbsign --engine pkcs11 --key "pkcs11:object=$1;type=private" \
+		--cert "$2" --output "$4" "$3"
+}
+
+@test "p11-sbsign-efi-image-sbverify" {
+	run sbverify --list "$EFI"
+	assert_output --partial "No signature table present"
+	run p11_sbsign sb "$SNAKEOIL.pem" "$EFI" vmlinuz.efi
+	assert_success
+	run sbverify --cert "$SNAKEOIL.pem" vmlinuz.efi
+	assert_success
+	assert_output --partial "Signature verification OK"
+	grep -q '"key":"sb",.*"module":"pkcs11:object=sb (by sbsign)","result":"ok"' "$F/modsignd.log"
+	# Twin: against another certificate, sbverify refuses it.
+	run sbverify --cert "$F/rsa.crt" vmlinuz.efi
+	assert_failure
+	assert_output --partial "Signature verification failed"
+}
+
+@test "p11-sbsign-tampered-image-refused" {
+	p11_sbsign sb "$SNAKEOIL.pem" "$EFI" vmlinuz.efi
+	# A byte of the kernel's code (past the headers) changed.
+	python3 - vmlinuz.efi <<'PY'
+import sys
+p = sys.argv[1]; d = bytearray(open(p, 'rb').read()); d[0x10000] ^= 1
+open(p, 'wb').write(d)
+PY
+	run sbverify --cert "$SNAKEOIL.pem" vmlinuz.efi
+	assert_failure
+	# Twin: the image as signed verifies.
+	p11_sbsign sb "$SNAKEOIL.pem" "$EFI" ok.efi
+	run sbverify --cert "$SNAKEOIL.pem" ok.efi
+	assert_success
+}
+
+@test "p11-sbsign-key-not-granted-refused" {
+	# "other" is the daemon's, but not root's: the token has no such key.
+	run p11_sbsign other "$F/rsa.crt" "$EFI" other.efi
+	assert_failure
+	assert_output --partial "private key was not found at: pkcs11:object=other"
+	[ ! -e other.efi ]
+	run grep -c '"key":"other"' "$F/modsignd.log"
+	assert_output 0
+}
+
+# uefi_boot IMAGE CONSOLE: IMAGE as the removable-media loader of a FAT
+# disk (CONSOLE.d/esp), booted by OVMF with the snakeoil PK/KEK/db and
+# Secure Boot enforcing (SMM, the secure flash); returns once the EFI
+# stub or the firmware's refusal is on CONSOLE (the kernel then has no
+# root: it is stopped), at most 180 s later.  Two run side by side.
+uefi_boot() {
+	local d=$T/$2.d pid i
+	mkdir -p "$d/esp/EFI/BOOT"
+	cp "$1" "$d/esp/EFI/BOOT/BOOTX64.EFI"
+	cp "$OVMF_VARS" "$d/vars.fd"
+	: >"$2"
+	qemu-system-x86_64 -machine q35,smm=on -accel tcg -m 512 -nodefaults -display none \
+		-global driver=cfi.pflash01,property=secure,value=on \
+		-drive "if=pflash,format=raw,unit=0,readonly=on,file=$OVMF_CODE" \
+		-drive "if=pflash,format=raw,unit=1,file=$d/vars.fd" \
+		-drive "file=fat:$d/esp,format=raw,if=virtio,readonly=on" \
+		-serial "file:$2" -no-reboot </dev/null >"$d/qemu.log" 2>&1 3>&- &
+	pid=$!
+	for ((i = 0; i < 360; i++)); do
+		grep -qaE 'EFI stub: |Access Denied|Security Violation' "$2" && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.5
+	done
+	kill "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null || true
+}
+
+@test "p11-uefi-secure-boot-ovmf" {
+	# tests/run.sh's switch for every QEMU suite (the qemu group of
+	# tests/install-deps.sh, ovmf with it, may be absent then).
+	[ -z "${MODSIGN_SKIP_QEMU:-}" ] || skip "MODSIGN_SKIP_QEMU"
+	p11_sbsign sb "$SNAKEOIL.pem" "$EFI" sb.efi
+	# The twin: signed through the module too, but with a key the
+	# firmware's db does not hold.
+	p11_sbsign rsa "$F/rsa.crt" "$EFI" rsa.efi
+	run sbverify --cert "$F/rsa.crt" rsa.efi
+	assert_success
+	uefi_boot sb.efi sb.console &
+	uefi_boot rsa.efi rsa.console
+	wait
+	run cat -v sb.console
+	assert_output --partial "EFI stub: UEFI Secure Boot is enabled."
+	refute_output --partial "Access Denied"
+	# The firmware refuses to start the twin.
+	run cat -v rsa.console
+	assert_output --partial "Access Denied"
+	refute_output --partial "EFI stub"
+}
+
+# ---- openssl through pkcs11-provider -----------------------------------------
+
+# ossl ARGS...: openssl with the provider and the module, as a user's
+# OPENSSL_MODULES (or the installed provider) and PKCS11_PROVIDER_MODULE
+# (or p11-kit's proxy) give them.
+ossl() {
+	OPENSSL_MODULES=$PROV PKCS11_PROVIDER_MODULE=$P11 \
+		openssl "$1" -provider pkcs11 -provider default "${@:2}"
+}
+
+@test "p11-provider-pkeyutl-rsa-and-ec" {
+	for k in rsa ec; do
+		run ossl pkeyutl -sign -inkey "pkcs11:object=$k;type=private" -in data.sha256 \
+			-pkeyopt digest:sha256 -out "$k.sig"
+		assert_success
+		run openssl dgst -sha256 -verify "$(pub $k)" -signature "$k.sig" data
+		assert_success
+		# Twin: the signature is not one over other data.
+		run openssl dgst -sha256 -verify "$k.pub" -signature "$k.sig" tampered
+		assert_failure
+	done
+	grep -q '"key":"ec",.*"digest":"'"$(sha256sum data | cut -c1-64)"'","module":"pkcs11:object=ec (by openssl)"' \
+		"$F/modsignd.log"
+}
+
+@test "p11-provider-pkeyutl-key-not-granted" {
+	run ossl pkeyutl -sign -inkey "pkcs11:object=other;type=private" -in data.sha256 \
+		-pkeyopt digest:sha256 -out other.sig
+	assert_failure
+	assert_output --partial "Could not read private key from pkcs11:object=other"
+	[ ! -s other.sig ]
+	# Twin: the key next to it, granted, signs.
+	run ossl pkeyutl -sign -inkey "pkcs11:object=rsa;type=private" -in data.sha256 \
+		-pkeyopt digest:sha256 -out rsa.sig
+	assert_success
+}
+
+@test "p11-provider-dgst-sign-hashes-locally" {
+	# openssl dgst -sign: the provider hashes or hands the module data to
+	# hash; either way the daemon sees the digest.
+	head -c 3000000 /dev/urandom >big
+	run ossl dgst -sha256 -sign "pkcs11:object=rsa;type=private" -out big.sig big
+	assert_success
+	run openssl dgst -sha256 -verify "$(pub rsa)" -signature big.sig big
+	assert_success
+	run grep -c "\"digest\":\"$(sha big)\",\"module\":\"pkcs11:object=rsa (by openssl)\"" \
+		"$F/modsignd.log"
+	assert_output 1
+	run openssl dgst -sha256 -verify rsa.pub -signature big.sig data
+	assert_failure
+}
+
+@test "p11-provider-cms-sign-verify" {
+	for k in rsa ec; do
+		run ossl cms -sign -inkey "pkcs11:object=$k;type=private" -signer "$F/$k.crt" \
+			-binary -in data -outform DER -out "$k.p7s" -nodetach
+		assert_success
+		run openssl cms -verify -binary -inform DER -in "$k.p7s" -CAfile "$F/$k.crt" \
+			-purpose any -out verified
+		assert_success
+		cmp verified data
+		# Twin: one byte of the signed content changed.
+		python3 - "$k.p7s" <<'PY'
+import sys
+p = sys.argv[1]; d = bytearray(open(p, 'rb').read())
+i = d.find(b"the data a tool signs"); d[i] ^= 1
+open(p, 'wb').write(d)
+PY
+		run openssl cms -verify -binary -inform DER -in "$k.p7s" -CAfile "$F/$k.crt" \
+			-purpose any -out /dev/null
+		assert_failure
+	done
+	# Twin: signed with rsa, it does not verify against ec's certificate.
+	ossl cms -sign -inkey "pkcs11:object=rsa;type=private" -signer "$F/rsa.crt" \
+		-binary -in data -outform DER -out r.p7s -nodetach
+	run openssl cms -verify -binary -inform DER -in r.p7s -CAfile "$F/ec.crt" -purpose any \
+		-out /dev/null
+	assert_failure
+}
+
+# ---- what the module does not do (docs/PKCS11.md) ----------------------------
+
+@test "p11-module-only-signs" {
+	p11() { pkcs11-tool --module "$P11" "$@"; }
+	run p11 --keypairgen -m RSA-PKCS-KEY-PAIR-GEN --key-type rsa:2048 --label new
+	assert_failure
+	assert_output --partial "C_GenerateKeyPair failed: rv = CKR_FUNCTION_NOT_SUPPORTED"
+	openssl pkeyutl -encrypt -pubin -inkey "$(pub rsa)" -in data -out enc
+	run p11 --decrypt -m RSA-PKCS --id "$(hexid rsa)" -i enc -o dec
+	assert_failure
+	assert_output --partial "C_DecryptInit failed: rv = CKR_FUNCTION_NOT_SUPPORTED"
+	[ ! -s dec ]
+	run p11 --list-objects --type privkey
+	assert_output --regexp "label:      rsa
+  ID:         $(hexid rsa)
+  Usage:      sign
+  Access:     sensitive, always sensitive, never extractable"
+	refute_output --partial "label:      new"
+	# Twin: the same token signs with the same key.
+	run p11 --sign -m SHA256-RSA-PKCS --id "$(hexid rsa)" -i data -o sig
+	assert_success
+	run openssl dgst -sha256 -verify rsa.pub -signature sig data
+	assert_success
+}
+
+# ---- DKMS --------------------------------------------------------------------
+# Debian's dkms 3.0.10, its default sign_file (linux-kbuild's, the
+# unpatched kernel's sign-file: it loads OpenSSL's "pkcs11" provider for
+# a pkcs11: key) and framework.conf.d's mok_signing_key, nothing else:
+# no OPENSSL_CONF, no environment (dkms runs under env -i).  What a user
+# installs is bound over the system's paths in dkms_run's namespace:
+# pkcs11-provider's pkcs11.so in OpenSSL's modules directory (where the
+# bookworm-backports package puts it), modsign.module in p11-kit's module
+# directory (the client package's: the provider's default module is
+# p11-kit's proxy), and root's client.conf naming the daemon.
+
+dkms_p11_setup() {
+	local ossl=/usr/lib/x86_64-linux-gnu/ossl-modules
+
+	make_pem_key "$T/rsa.pem" rsa:2048 "dkms test key"
+	mkdir -p src "modules/$KVER" etc-dkms/framework.conf.d home/.config/modsign ossl p11-kit
+	cp -a "$SRC" src/
+	printf 'mok_signing_key=pkcs11:object=dkms\nmok_certificate=%s\n' "$T/modsign.der" \
+		>etc-dkms/framework.conf.d/modsign.conf
+	echo "server = unix:$T/sock" >home/.config/modsign/client.conf
+	cp -a "$ossl/." ossl/
+	[ -e ossl/pkcs11.so ] || ln -s "$PROV/pkcs11.so" ossl/pkcs11.so
+	echo "module: $P11" >p11-kit/modsign.module
+	DKMS_BINDS="$T/ossl=$ossl $T/p11-kit=/usr/share/p11-kit/modules"
+	MOD=$T/modules/$KVER/updates/dkms/$PKG.ko
+}
+
+@test "p11-dkms-default-sign-file-byte-identical" {
+	dkms_p11_setup
+	start_daemon "$T/sock" --key "dkms=$T/rsa.pem"
+	MODSIGN_SERVER=unix:$T/sock "$C" cert --key dkms --der >modsign.der
+	run dkms_install
+	cat dkms.out
+	assert_success
+	run cat dkms.out
+	assert_output --partial "Sign command: /usr/lib/linux-kbuild-${KVER%.*}/scripts/sign-file"
+	assert_output --partial "Signing key: pkcs11:object=dkms"
+	refute_output --partial "sign-file:"
+	grep -q '"module":"pkcs11:object=dkms (by sign-file)","result":"ok"' modsignd.log
+	run "$C" verify --cert rsa.pem.crt "$MOD"
+	assert_success
+	assert_output "$MOD: OK (sha256)"
+	# The kernel's sign-file with the key file, over the same unsigned bytes.
+	split_module "$MOD" ref.ko ref.sig
+	ref sha256 rsa.pem rsa.pem.crt ref.ko
+	cmp ref.ko "$MOD"
+	# Twin: against another key's certificate it does not verify.
+	make_pem_key other.pem rsa:2048 "another key"
+	run "$C" verify --cert other.pem.crt "$MOD"
+	assert_failure
+}
+
+@test "p11-dkms-daemon-down-unsigned-and-said" {
+	dkms_p11_setup
+	openssl x509 -in rsa.pem.crt -outform DER -out modsign.der
+	run dkms_install
+	cat dkms.out
+	# dkms 3.0 ignores its signer's status; sign-file's error is in its
+	# output (6.1.192's sign-file goes on with no key when the token has
+	# none, and fails adding the signer), and the module is installed
+	# unsigned.
+	run cat dkms.out
+	assert_output --partial "private key does not match certificate"
+	assert_output --partial "sign-file: CMS_add1_signer"
+	[ -f "$MOD" ]
+	run "$C" verify --cert rsa.pem.crt "$MOD"
+	assert_failure
+	assert_output --partial "not signed"
+}
+
+@test "p11-dkms-key-not-granted-unsigned" {
+	dkms_p11_setup
+	start_daemon "$T/sock" --key "dkms=$T/rsa.pem" --key other=ephemeral:rsa2048 \
+		--allow uid:0=other
+	openssl x509 -in rsa.pem.crt -outform DER -out modsign.der
+	run dkms_install
+	cat dkms.out
+	run cat dkms.out
+	assert_output --partial "sign-file: CMS_add1_signer"
+	run grep -c '"key":"dkms"' modsignd.log
+	assert_output 0
+	run "$C" verify --cert rsa.pem.crt "$MOD"
+	assert_failure
+	assert_output --partial "not signed"
+}
