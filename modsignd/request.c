@@ -77,6 +77,13 @@ static int parse_sign(json_object *msg, struct request *req, const char **ret_er
 	if (proto_get_string(msg, PROTO_F_MODULE, PROTO_MAX_MODULE, true, &req->module) < 0 ||
 	    !req->module[0])
 		return (*ret_err = "missing or bad \"" PROTO_F_MODULE "\""), -EINVAL;
+	/* The asking program's name, a hint no one vouches for (the
+	 * identity is the connection's): kept to one printable word, or the
+	 * request refused, so a record never shows a forged line. */
+	if (proto_get_string(msg, PROTO_F_PROGRAM, PROTO_MAX_PROGRAM, false, &req->program) < 0 ||
+	    (req->program && !proto_program_valid(req->program)))
+		return (*ret_err = "bad \"" PROTO_F_PROGRAM "\" (one word of printable ASCII)"),
+		       -EINVAL;
 	if (proto_get_bool(msg, PROTO_F_USE_KEYID, &req->use_keyid) < 0)
 		return (*ret_err = "bad \"" PROTO_F_USE_KEYID "\""), -EINVAL;
 	return 0;
