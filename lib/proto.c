@@ -290,3 +290,31 @@ int proto_check_envelope(json_object *msg, uint64_t *ret_id)
 		return -EPROTONOSUPPORT;
 	return proto_get_uint(msg, PROTO_F_ID, ret_id);
 }
+
+static bool program_byte(char c)
+{
+	return c > 0x20 && c < 0x7f;
+}
+
+bool proto_program_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > PROTO_MAX_PROGRAM)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!program_byte(s[i]))
+			return false;
+	return true;
+}
+
+void proto_program_clean(const char *in, char out[static PROTO_MAX_PROGRAM + 1])
+{
+	size_t n = 0;
+
+	for (; in && in[n] && n < PROTO_MAX_PROGRAM; n++)
+		out[n] = program_byte(in[n]) ? in[n] : '_';
+	out[n] = 0;
+	if (n == 0)
+		strcpy(out, "?");
+}

@@ -24,6 +24,7 @@
 #define PROTO_MAX_NAME 128u      /* key names */
 #define PROTO_MAX_MODULE 4096u   /* module name (a path) */
 #define PROTO_MAX_ERROR 512u     /* error strings */
+#define PROTO_MAX_PROGRAM 64u    /* a sign request's "program" */
 
 static inline void json_object_putp(json_object **o)
 {
@@ -65,6 +66,19 @@ int proto_get_string(json_object *obj, const char *key, size_t max,
 		     bool required, const char **ret);
 int proto_get_uint(json_object *obj, const char *key, uint64_t *ret);
 int proto_get_bool(json_object *obj, const char *key, bool *ret);
+
+/*
+ * A sign request's "program" (PROTO_F_PROGRAM): the asking program's name
+ * as the client saw it, a hint for the audit and transparency logs that
+ * nothing authenticates.  Its one rule, here for both ends: 1 to
+ * PROTO_MAX_PROGRAM bytes, each printable ASCII other than space (0x21 to
+ * 0x7e), so a record shows it as it is, one word, whatever reads it.
+ */
+bool proto_program_valid(const char *s);
+
+/* @in made to that rule into @out (PROTO_MAX_PROGRAM + 1 bytes): every
+ * other byte as '_', cut at PROTO_MAX_PROGRAM bytes, "?" when empty. */
+void proto_program_clean(const char *in, char out[static PROTO_MAX_PROGRAM + 1]);
 
 /* New request {"v":1,"id":id,"op":op}. */
 json_object *proto_request_new(uint64_t id, const char *op);

@@ -43,6 +43,8 @@
 #define PROTO_F_HASH        "hash"
 #define PROTO_F_DIGEST      "digest"
 #define PROTO_F_MODULE      "module"
+#define PROTO_F_PROGRAM     "program"    /* request: who asked, a hint
+					  * (proto_program_valid) */
 #define PROTO_F_USE_KEYID   "keyid"      /* request: name signer by SKID */
 #define PROTO_F_KEY_ID      "key_id"     /* reply: hex subjectKeyIdentifier */
 #define PROTO_F_CERT_SHA256 "cert_sha256"

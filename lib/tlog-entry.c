@@ -72,6 +72,7 @@ static int fill(json_object *o, const struct tlog_entry *e)
 	    (r = add_string(o, "hash", e->hash)) < 0 ||
 	    (r = add_hex(o, "digest", e->digest, e->digest_len)) < 0 ||
 	    (r = add_string(o, "module", e->module)) < 0 ||
+	    (e->program && (r = add_string(o, "program", e->program)) < 0) ||
 	    (r = add_string(o, "client", e->client)) < 0 || (r = add_client_cert(o, e)) < 0 ||
 	    (r = add_hex(o, "sig_sha256", sig_md, sizeof(sig_md))) < 0)
 		return r;

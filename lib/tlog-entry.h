@@ -9,13 +9,15 @@
  *
  *   {"index":N,"time":"YYYY-MM-DDTHH:MM:SSZ","key":"NAME","key_id":"HEX",
  *    "cert_sha256":"HEX","hash":"sha256","digest":"HEX","module":"NAME",
- *    "client":"IDENTITY",["client_cert_sha256":"HEX","client_serial":"HEX",
+ *    ["program":"PROG",]"client":"IDENTITY",["client_cert_sha256":"HEX","client_serial":"HEX",
  *    "client_issuer":"DN","client_issuer_sha256":"HEX",]"sig_sha256":"HEX"}
  *
  * The client_ fields are those of a TLS client's certificate (modsignd's
  * struct peer_cert), present only when client_cert_sha256 is given: a
  * UNIX client's entry is the same bytes as before they existed, and a
  * reader that does not know them (tlog_entry_parse()) skips them.
+ * "program" likewise is there only when the request named one (the
+ * PKCS#11 module does: the calling tool's name, the client's word).
  * "digest" is the module's digest as it was signed, "sig_sha256" the
  * SHA-256 of the PKCS#7 signature as it is appended to the module: an
  * auditor recomputes both from a signed .ko.  Strings that were not
@@ -34,6 +36,7 @@ struct tlog_entry {
 	const uint8_t *digest;
 	size_t digest_len;
 	const char *module, *client;
+	const char *program; /* NULL: none named, not recorded */
 	/* NULL: not a TLS client, none of the four recorded */
 	const char *client_cert_sha256, *client_serial, *client_issuer, *client_issuer_sha256;
 	const uint8_t *sig; /* the PKCS#7 DER; its SHA-256 is recorded */

@@ -213,6 +213,8 @@ json_object *rpc_sign_request(uint64_t id, const struct rpc_sign_args *a)
 	json_object_object_add(req, a->tr ? PROTO_F_MU : PROTO_F_DIGEST, json_object_new_string(hex));
 	/* The name is for the audit record; the path says which build it is. */
 	json_object_object_add(req, PROTO_F_MODULE, json_object_new_string(a->module));
+	if (a->program)
+		json_object_object_add(req, PROTO_F_PROGRAM, json_object_new_string(a->program));
 	if (a->use_keyid)
 		json_object_object_add(req, PROTO_F_USE_KEYID, json_object_new_boolean(1));
 	return req;

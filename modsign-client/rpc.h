@@ -94,6 +94,8 @@ struct rpc_sign_args {
 	const uint8_t *digest; /* of the module without its signature */
 	size_t digest_len;
 	const char *module;    /* for the audit record only */
+	const char *program;   /* NULL, or the asking program's name for the
+				* records (proto_program_clean() made) */
 	bool use_keyid;        /* name the signer by subjectKeyIdentifier */
 	const uint8_t *tr;     /* non-NULL: a mu request, @digest is mu (64
 				* bytes) made with this tr (lib/mldsa.h);

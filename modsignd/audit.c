@@ -259,6 +259,8 @@ static json_object *event_json(const struct audit_event *e, const char *hex)
 						  NULL);
 	json_object_object_add(o, "digest", hex ? json_object_new_string(hex) : NULL);
 	add_module(o, e->module);
+	if (e->program)
+		json_object_object_add(o, "program", text_new(e->program));
 	json_object_object_add(o, "result", text_new(e->result));
 	return o;
 }
@@ -310,6 +312,7 @@ static void journal_json(const struct audit *a, json_object *o)
 			    field(o, "key"), "MODSIGN_KEY_ID=%s", field(o, "key_id"),
 			    "MODSIGN_HASH=%s", field(o, "hash"), "MODSIGN_DIGEST=%s",
 			    field(o, "digest"), "MODSIGN_MODULE=%s", field(o, "module"),
+			    "MODSIGN_PROGRAM=%s", field(o, "program"),
 			    "MODSIGN_COUNT=%s", field(o, "count"), "MODSIGN_CLIENT_CERT_SHA256=%s",
 			    field(o, "client_cert_sha256"), NULL) >= 0)
 		return;

@@ -4,7 +4,8 @@
 
 /*
  * One record per signing request, granted or refused: time, identity, key,
- * key id, hash, digest, module and result ("ok" or why not).  Each record
+ * key id, hash, digest, module, the asking program when the request
+ * named one (a hint, PROTO_F_PROGRAM) and result ("ok" or why not).  Each record
  * is a JSON line in --audit-log (opened for append) and a structured
  * journal entry.  Records are written as they come and made durable by
  * audit_sync(); the server sends no signature before the sync covering its
@@ -62,6 +63,9 @@ struct audit_event {
 	const uint8_t *digest;
 	size_t digest_len;
 	const char *module;
+	const char *program; /* NULL: the request named none; else the
+			      * client's unauthenticated word, one
+			      * printable word (proto_program_valid) */
 	const char *result;  /* "ok" or the reason for refusal */
 };
 

@@ -65,6 +65,24 @@ static int parse_digest(json_object *msg, struct request *req, const char **ret_
 	return 0;
 }
 
+/*
+ * "program": the asking program's name, a hint no one vouches for (the
+ * identity is the connection's).  One printable word or the request is
+ * refused, so no record shows a control character or a forged line; a
+ * bad one is not kept, so the refusal's record does not show it either.
+ */
+static int parse_program(json_object *msg, struct request *req, const char **ret_err)
+{
+	const char *p = NULL;
+
+	if (proto_get_string(msg, PROTO_F_PROGRAM, PROTO_MAX_PROGRAM, false, &p) < 0 ||
+	    (p && !proto_program_valid(p)))
+		return (*ret_err = "bad \"" PROTO_F_PROGRAM "\" (one word of printable ASCII)"),
+		       -EINVAL;
+	req->program = p;
+	return 0;
+}
+
 static int parse_sign(json_object *msg, struct request *req, const char **ret_err)
 {
 	int r = json_object_object_get_ex(msg, PROTO_F_MU, NULL) ? parse_mu(msg, req, ret_err) :
@@ -77,6 +95,9 @@ static int parse_sign(json_object *msg, struct request *req, const char **ret_er
 	if (proto_get_string(msg, PROTO_F_MODULE, PROTO_MAX_MODULE, true, &req->module) < 0 ||
 	    !req->module[0])
 		return (*ret_err = "missing or bad \"" PROTO_F_MODULE "\""), -EINVAL;
+	r = parse_program(msg, req, ret_err);
+	if (r < 0)
+		return r;
 	if (proto_get_bool(msg, PROTO_F_USE_KEYID, &req->use_keyid) < 0)
 		return (*ret_err = "bad \"" PROTO_F_USE_KEYID "\""), -EINVAL;
 	return 0;

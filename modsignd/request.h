@@ -25,6 +25,7 @@ struct request {
 	uint8_t digest[DIGEST_MAX_LEN];
 	size_t digest_len;
 	const char *module;
+	const char *program; /* NULL, or proto_program_valid() */
 	bool use_keyid;
 	/* a mu request (PROTO_F_MU): digest holds mu, md is NULL, and tr
 	 * the client made it with */

@@ -41,7 +41,7 @@ static struct audit_event job_event(const struct job *j, const char *result)
 	return (struct audit_event){
 		.peer = &j->conn->peer, .key = j->key->name, .key_id = j->key->key_id,
 		.md = j->md, .mu = j->mu, .digest = j->digest, .digest_len = j->digest_len,
-		.module = j->module, .result = result,
+		.module = j->module, .program = j->program, .result = result,
 	};
 }
 
@@ -128,7 +128,7 @@ static void log_job(struct server *s, struct job *j)
 		.time = time(NULL), .key = j->key->name, .key_id = j->key->key_id,
 		.cert_sha256 = j->key->cert_sha256, .hash = j->mu ? PROTO_HASH_MU : digest_name(j->md),
 		.digest = j->digest, .digest_len = j->digest_len, .module = j->module,
-		.client = j->conn->peer.identity, .sig = j->der, .sig_len = j->der_len,
+		.program = j->program, .client = j->conn->peer.identity, .sig = j->der, .sig_len = j->der_len,
 	};
 	const struct peer_cert *c = &j->conn->peer.cert;
 

@@ -28,7 +28,8 @@ bool audit_refusal(struct server *s, const struct peer *peer,
 		.peer = peer, .key = req ? req->key : NULL,
 		.md = req ? req->md : NULL, .digest = req ? req->digest : NULL,
 		.digest_len = req ? req->digest_len : 0, .mu = req && req->mu,
-		.module = req ? req->module : NULL, .result = why,
+		.module = req ? req->module : NULL, .program = req ? req->program : NULL,
+		.result = why,
 	};
 
 	/* A refusal sends no signature, so its record need not be synced
@@ -48,8 +49,9 @@ static void dispatch_sign(struct server *s, struct conn *c,
 {
 	struct job *j = calloc(1, sizeof(*j));
 
-	if (!j || !(j->module = strdup(req->module))) {
-		free(j);
+	if (!j || !(j->module = strdup(req->module)) ||
+	    (req->program && !(j->program = strdup(req->program)))) {
+		job_free(j);
 		conn_reply_error(c, req->id, "out of memory");
 		return;
 	}

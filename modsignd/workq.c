@@ -27,6 +27,7 @@ void job_free(struct job *j)
 	if (!j)
 		return;
 	free(j->module);
+	free(j->program);
 	OPENSSL_free(j->der);
 	free(j);
 }

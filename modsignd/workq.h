@@ -31,6 +31,7 @@ struct job {
 	bool use_keyid;
 	bool mu;  /* digest is an ML-DSA mu (request.h) */
 	char *module;
+	char *program;   /* NULL: the request named none */
 	uint64_t start_us; /* metrics_now_us() when queued */
 	/* result, set by the worker */
 	int r;

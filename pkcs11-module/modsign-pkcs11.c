@@ -1,15 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * modsign-pkcs11.so: a PKCS#11 2.40 module that is a modsignd client
- * (docs/PKCS11-MODULE.md).  One slot, whose token is the configured
- * server list (the client's config: servers, TLS files); its objects are
- * the keys the daemon grants this caller.  C_Sign sends a digest and
+ * modsign-pkcs11.so: a PKCS#11 2.40 module (3.0's C_GetInterface too)
+ * that is a modsignd client (docs/PKCS11.md).  One slot per `server`
+ * entry of the client's config (a tls: name with several addresses is a
+ * pool: one slot, the first address that answers), each token's objects
+ * the keys that server grants this caller.  C_Sign sends a digest and
  * returns the raw signature out of the daemon's PKCS#7; the data itself
  * never leaves the process.  Login is the connection's identity (peer
  * uid, TLS certificate): C_Login takes any PIN and ignores it.
  *
  * Thread safety: one mutex around every call (CKF_OS_LOCKING_OK; the
- * one connection is blocking anyway).  Fork safety as p11-kit asks: a
+ * connections are blocking anyway), taken by the one prologue every
+ * entry point starts with (enter, enter_slot, enter_session).  Fork safety as p11-kit asks: a
  * child inherits a module whose every call says
  * CKR_CRYPTOKI_NOT_INITIALIZED until it calls C_Initialize, which drops
  * the parent's connection without a word on it (the TLS session is the
@@ -43,17 +45,36 @@
 #include "p11-object.h"
 #include "p11-sign.h"
 #include "pkcs7.h"
+#include "proto.h"
 #include "rpc.h"
 #include "util.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define SLOT_ID 1
+#define MAX_SLOTS CONN_MAX_SERVERS
 #define MAX_SESSIONS 64
 #define MAX_KEYS 64
 #define MAX_OBJECTS (3 * MAX_KEYS)
 
+/*
+ * One `server` entry of the config, as a slot: ids 1..n in list order.
+ * Its token holds what that server grants: a key of another server is no
+ * object of it, whatever its name.
+ */
+struct slot {
+	const char *server;    /* tok.g's entry */
+	char serial[17];       /* hex of SHA-256(server)'s first 8 bytes */
+	struct conn *c;
+	bool loaded;           /* keys read from the daemon */
+	struct p11_key keys[MAX_KEYS];
+	size_t n_keys;
+	struct p11_object objs[MAX_OBJECTS];
+	size_t n_objs;
+};
+
 struct session {
 	bool open;
+	struct slot *slot;
+	CK_SLOT_ID slot_id;
 	CK_FLAGS flags;
 	/* C_FindObjects*: the handles that matched, and how far read. */
 	bool finding;
@@ -73,12 +94,8 @@ static struct token {
 	bool initialized;
 	pid_t pid;             /* who initialized: another is a forked child */
 	struct global g;
-	struct conn *c;
-	bool loaded;           /* keys read from the daemon */
-	struct p11_key keys[MAX_KEYS];
-	size_t n_keys;
-	struct p11_object objs[MAX_OBJECTS];
-	size_t n_objs;
+	struct slot slots[MAX_SLOTS];
+	size_t n_slots;
 	struct session sessions[MAX_SESSIONS];
 	OSSL_LIB_CTX *libctx;   /* ours, with the default provider */
 	OSSL_PROVIDER *provider;
@@ -123,25 +140,34 @@ static void session_reset_sign(struct session *s)
 	s->updated = false;
 }
 
-static void keys_drop(void)
+static void keys_drop(struct slot *sl)
 {
-	for (size_t i = 0; i < tok.n_objs; i++)
-		p11_object_done(&tok.objs[i]);
-	for (size_t i = 0; i < tok.n_keys; i++)
-		p11_key_done(&tok.keys[i]);
-	tok.n_objs = tok.n_keys = 0;
-	tok.loaded = false;
+	for (size_t i = 0; i < sl->n_objs; i++)
+		p11_object_done(&sl->objs[i]);
+	for (size_t i = 0; i < sl->n_keys; i++)
+		p11_key_done(&sl->keys[i]);
+	sl->n_objs = sl->n_keys = 0;
+	sl->loaded = false;
+}
+
+static void sessions_close(const struct slot *sl)
+{
+	for (size_t i = 0; i < MAX_SESSIONS; i++)
+		if (!sl || tok.sessions[i].slot == sl) {
+			session_reset_sign(&tok.sessions[i]);
+			tok.sessions[i] = (struct session){ 0 };
+		}
 }
 
 static void token_reset(void)
 {
-	for (size_t i = 0; i < MAX_SESSIONS; i++) {
-		session_reset_sign(&tok.sessions[i]);
-		tok.sessions[i] = (struct session){ 0 };
+	sessions_close(NULL);
+	for (size_t i = 0; i < tok.n_slots; i++) {
+		keys_drop(&tok.slots[i]);
+		conn_close(tok.slots[i].c);
+		tok.slots[i] = (struct slot){ 0 };
 	}
-	keys_drop();
-	conn_close(tok.c);
-	tok.c = NULL;
+	tok.n_slots = 0;
 	client_done(&tok.g);
 	memset(&tok.g, 0, sizeof(tok.g));
 	tok.initialized = false;
@@ -174,77 +200,105 @@ static void libctx_leave(void)
 	OSSL_LIB_CTX_set0_default(tok.caller_libctx);
 }
 
-/* The connection, opened on first use and again after it failed. */
-static CK_RV token_connect(void)
+/* A slot per server entry; its token's serial number is the entry's
+ * hash, so a `pkcs11:serial=` URI keeps naming the same server however
+ * the list is reordered. */
+static CK_RV slots_make(void)
+{
+	for (size_t i = 0; i < tok.g.n_servers; i++) {
+		struct slot *sl = &tok.slots[i];
+		uint8_t md[32];
+
+		sl->server = tok.g.servers[i];
+		if (!EVP_Digest(sl->server, strlen(sl->server), md, NULL, EVP_sha256(), NULL))
+			return CKR_HOST_MEMORY;
+		for (size_t j = 0; j < 8; j++)
+			snprintf(sl->serial + 2 * j, 3, "%02x", md[j]);
+	}
+	tok.n_slots = tok.g.n_servers;
+	return CKR_OK;
+}
+
+/* The slot's connection, opened on first use and again after it failed:
+ * to its one entry (every address of a tls: name, the first that
+ * answers). */
+static CK_RV token_connect(struct slot *sl)
 {
 	char err[512];
 	size_t which;
 
-	if (tok.c)
+	if (sl->c)
 		return CKR_OK;
-	if (conn_open(tok.g.servers, tok.g.n_servers, &tok.g.tls, &tok.c, &which, err,
-		      sizeof(err)) < 0) {
+	if (conn_open(&sl->server, 1, &tok.g.tls, &sl->c, &which, err, sizeof(err)) < 0) {
 		say("%s", err);
 		return CKR_DEVICE_ERROR;
 	}
 	return CKR_OK;
 }
 
-static void token_disconnect(void)
+static void token_disconnect(struct slot *sl)
 {
-	conn_close(tok.c);
-	tok.c = NULL;
+	conn_close(sl->c);
+	sl->c = NULL;
 }
 
-/* One key of the status reply into the token: its certificate asked. */
-static void token_add_key(const char *name)
+/* One key of the status reply into the slot's token: its certificate
+ * asked. */
+static void token_add_key(struct slot *sl, const char *name)
 {
 	_cleanup_(X509_freep) X509 *cert = NULL;
 	struct rpc_error err;
 	size_t n;
 
-	if (tok.n_keys >= MAX_KEYS) {
-		say("key %s: more than %d keys, left out", name, MAX_KEYS);
+	if (sl->n_keys >= MAX_KEYS) {
+		say("%s: key %s: more than %d keys, left out", sl->server, name, MAX_KEYS);
 		return;
 	}
-	if (rpc_cert(tok.c, name, &cert, &err) < 0) {
-		say("key %s: no certificate: %s", name, err.why);
+	if (rpc_cert(sl->c, name, &cert, &err) < 0) {
+		say("%s: key %s: no certificate: %s", sl->server, name, err.why);
 		return;
 	}
-	if (p11_key_objects(name, cert, tok.n_keys, &tok.keys[tok.n_keys],
-			    &tok.objs[tok.n_objs], &n) < 0) {
-		say("key %s: neither RSA nor EC, left out", name);
+	if (p11_key_objects(name, cert, sl->n_keys, &sl->keys[sl->n_keys],
+			    &sl->objs[sl->n_objs], &n) < 0) {
+		say("%s: key %s: neither RSA nor EC, left out", sl->server, name);
 		return;
 	}
-	tok.n_keys++;
-	tok.n_objs += n;
+	sl->n_keys++;
+	sl->n_objs += n;
 }
 
-/* The keys the daemon grants us, read once per C_Initialize. */
-static CK_RV token_load(void)
+/*
+ * The keys the slot's server grants us, read once per C_Initialize.  A
+ * server that does not answer is a token without objects, said once per
+ * attempt and tried again at the next session: a tool looking for a key
+ * in every slot then finds it on another server's token.
+ */
+static void token_load(struct slot *sl)
 {
 	_cleanup_(rpc_status_freep) struct rpc_status *s = NULL;
 	struct rpc_error err;
-	CK_RV rv;
 
-	if (tok.loaded)
-		return CKR_OK;
-	rv = token_connect();
-	if (rv != CKR_OK)
-		return rv;
-	if (rpc_status(tok.c, &s, &err) < 0) {
-		say("%s: status: %s", conn_address(tok.c), err.why);
-		token_disconnect();
-		return CKR_DEVICE_ERROR;
+	if (sl->loaded || token_connect(sl) != CKR_OK)
+		return;
+	if (rpc_status(sl->c, &s, &err) < 0) {
+		say("%s: status: %s", conn_address(sl->c), err.why);
+		token_disconnect(sl);
+		return;
 	}
 	for (size_t i = 0; i < s->n_keys; i++)
 		if (s->keys[i].granted)
-			token_add_key(s->keys[i].name);
-	tok.loaded = true;
-	return CKR_OK;
+			token_add_key(sl, s->keys[i].name);
+	sl->loaded = true;
 }
 
-/* Every call but C_Initialize and C_GetFunctionList starts here. */
+/* ---- the prologue ------------------------------------------------------- */
+
+/*
+ * Every call but C_Initialize, C_GetFunctionList and C_GetInterface*
+ * starts with one of these.  On CKR_OK the lock is held (and our OpenSSL
+ * context is the thread's) until leave(); on any other value nothing is
+ * held and the caller returns that value as it is.
+ */
 static CK_RV enter(void)
 {
 	pthread_mutex_lock(&tok.lock);
@@ -263,16 +317,41 @@ static CK_RV leave(CK_RV rv)
 	return rv;
 }
 
-static struct session *session_get(CK_SESSION_HANDLE h)
+/* enter(), then the slot @id (CKR_SLOT_ID_INVALID). */
+static CK_RV enter_slot(CK_SLOT_ID id, struct slot **ret)
 {
-	if (h < 1 || h > MAX_SESSIONS || !tok.sessions[h - 1].open)
-		return NULL;
-	return &tok.sessions[h - 1];
+	CK_RV rv = enter();
+
+	if (rv != CKR_OK)
+		return rv;
+	if (id < 1 || id > tok.n_slots)
+		return leave(CKR_SLOT_ID_INVALID);
+	*ret = &tok.slots[id - 1];
+	return CKR_OK;
 }
 
-static struct p11_object *object_get(CK_OBJECT_HANDLE h)
+/* enter(), then the open session @h (CKR_SESSION_HANDLE_INVALID). */
+static CK_RV enter_session(CK_SESSION_HANDLE h, struct session **ret)
 {
-	return h >= 1 && h <= tok.n_objs ? &tok.objs[h - 1] : NULL;
+	CK_RV rv = enter();
+
+	if (rv != CKR_OK)
+		return rv;
+	if (h < 1 || h > MAX_SESSIONS || !tok.sessions[h - 1].open)
+		return leave(CKR_SESSION_HANDLE_INVALID);
+	*ret = &tok.sessions[h - 1];
+	return CKR_OK;
+}
+
+/* Object handles are indices into the session's token, from 1. */
+static struct p11_object *object_get(const struct session *s, CK_OBJECT_HANDLE h)
+{
+	return h >= 1 && h <= s->slot->n_objs ? &s->slot->objs[h - 1] : NULL;
+}
+
+static struct p11_key *session_key(const struct session *s)
+{
+	return &s->slot->keys[s->key];
 }
 
 /* ---- general ------------------------------------------------------------ */
@@ -299,16 +378,18 @@ static CK_RV mod_Initialize(CK_VOID_PTR args)
 	if (tok.initialized && tok.pid == getpid())
 		return leave(CKR_CRYPTOKI_ALREADY_INITIALIZED);
 	if (tok.initialized) {
-		/* A forked child: the connection is the parent's; close our copy
-		 * of its socket, never its TLS session. */
-		if (tok.c)
-			close(conn_fd(tok.c));
-		tok.c = NULL;
+		/* A forked child: the connections are the parent's; close our
+		 * copies of their sockets, never their TLS sessions. */
+		for (size_t i = 0; i < tok.n_slots; i++) {
+			if (tok.slots[i].c)
+				close(conn_fd(tok.slots[i].c));
+			tok.slots[i].c = NULL;
+		}
 		token_reset();
 	}
 	r = client_parse(&tok.g, 1, argv, &cmd, &ind);
-	if (r < 0) {
-		client_done(&tok.g);
+	if (r < 0 || slots_make() != CKR_OK) {
+		token_reset();
 		return leave(CKR_GENERAL_ERROR);
 	}
 	tok.pid = getpid();
@@ -360,26 +441,26 @@ static CK_RV mod_GetSlotList(CK_BBOOL present, CK_SLOT_ID_PTR list, CK_ULONG_PTR
 		return rv;
 	if (!count)
 		return leave(CKR_ARGUMENTS_BAD);
-	if (list && *count < 1)
+	if (list && *count < tok.n_slots)
 		rv = CKR_BUFFER_TOO_SMALL;
 	else if (list)
-		list[0] = SLOT_ID;
-	*count = 1;
+		for (size_t i = 0; i < tok.n_slots; i++)
+			list[i] = i + 1;
+	*count = tok.n_slots;
 	return leave(rv);
 }
 
 static CK_RV mod_GetSlotInfo(CK_SLOT_ID id, CK_SLOT_INFO_PTR info)
 {
-	CK_RV rv = enter();
+	struct slot *sl;
+	CK_RV rv = enter_slot(id, &sl);
 
 	if (rv != CKR_OK)
 		return rv;
-	if (id != SLOT_ID)
-		return leave(CKR_SLOT_ID_INVALID);
 	if (!info)
 		return leave(CKR_ARGUMENTS_BAD);
 	memset(info, 0, sizeof(*info));
-	pad(info->slotDescription, sizeof(info->slotDescription), tok.g.servers[0]);
+	pad(info->slotDescription, sizeof(info->slotDescription), sl->server);
 	pad(info->manufacturerID, sizeof(info->manufacturerID), "modsign");
 	info->flags = CKF_TOKEN_PRESENT | CKF_REMOVABLE_DEVICE | CKF_HW_SLOT;
 	return leave(CKR_OK);
@@ -387,19 +468,18 @@ static CK_RV mod_GetSlotInfo(CK_SLOT_ID id, CK_SLOT_INFO_PTR info)
 
 static CK_RV mod_GetTokenInfo(CK_SLOT_ID id, CK_TOKEN_INFO_PTR info)
 {
-	CK_RV rv = enter();
+	struct slot *sl;
+	CK_RV rv = enter_slot(id, &sl);
 
 	if (rv != CKR_OK)
 		return rv;
-	if (id != SLOT_ID)
-		return leave(CKR_SLOT_ID_INVALID);
 	if (!info)
 		return leave(CKR_ARGUMENTS_BAD);
 	memset(info, 0, sizeof(*info));
 	pad(info->label, sizeof(info->label), "modsign");
 	pad(info->manufacturerID, sizeof(info->manufacturerID), "modsign");
 	pad(info->model, sizeof(info->model), "modsignd");
-	pad(info->serialNumber, sizeof(info->serialNumber), "1");
+	pad(info->serialNumber, sizeof(info->serialNumber), sl->serial);
 	/* No CKF_LOGIN_REQUIRED: the connection is the identity. */
 	info->flags = CKF_TOKEN_INITIALIZED | CKF_WRITE_PROTECTED;
 	info->ulMaxSessionCount = MAX_SESSIONS;
@@ -416,12 +496,11 @@ static CK_RV mod_GetMechanismList(CK_SLOT_ID id, CK_MECHANISM_TYPE_PTR list, CK_
 {
 	size_t n;
 	const struct p11_mech *m = p11_mech_all(&n);
-	CK_RV rv = enter();
+	struct slot *sl;
+	CK_RV rv = enter_slot(id, &sl);
 
 	if (rv != CKR_OK)
 		return rv;
-	if (id != SLOT_ID)
-		return leave(CKR_SLOT_ID_INVALID);
 	if (!count)
 		return leave(CKR_ARGUMENTS_BAD);
 	if (list && *count < n)
@@ -436,12 +515,11 @@ static CK_RV mod_GetMechanismList(CK_SLOT_ID id, CK_MECHANISM_TYPE_PTR list, CK_
 static CK_RV mod_GetMechanismInfo(CK_SLOT_ID id, CK_MECHANISM_TYPE type, CK_MECHANISM_INFO_PTR info)
 {
 	const struct p11_mech *m = p11_mech_find(type);
-	CK_RV rv = enter();
+	struct slot *sl;
+	CK_RV rv = enter_slot(id, &sl);
 
 	if (rv != CKR_OK)
 		return rv;
-	if (id != SLOT_ID)
-		return leave(CKR_SLOT_ID_INVALID);
 	if (!m)
 		return leave(CKR_MECHANISM_INVALID);
 	if (!info)
@@ -458,24 +536,23 @@ static CK_RV mod_GetMechanismInfo(CK_SLOT_ID id, CK_MECHANISM_TYPE type, CK_MECH
 static CK_RV mod_OpenSession(CK_SLOT_ID id, CK_FLAGS flags, CK_VOID_PTR app, CK_NOTIFY notify,
 			   CK_SESSION_HANDLE_PTR ret)
 {
-	CK_RV rv = enter();
+	struct slot *sl;
+	CK_RV rv = enter_slot(id, &sl);
 
 	(void)app;
 	(void)notify;
 	if (rv != CKR_OK)
 		return rv;
-	if (id != SLOT_ID)
-		return leave(CKR_SLOT_ID_INVALID);
 	if (!(flags & CKF_SERIAL_SESSION))
 		return leave(CKR_SESSION_PARALLEL_NOT_SUPPORTED);
 	if (!ret)
 		return leave(CKR_ARGUMENTS_BAD);
-	rv = token_load();
-	if (rv != CKR_OK)
-		return leave(rv);
+	token_load(sl);
 	for (size_t i = 0; i < MAX_SESSIONS; i++)
 		if (!tok.sessions[i].open) {
-			tok.sessions[i] = (struct session){ .open = true, .flags = flags };
+			tok.sessions[i] = (struct session){
+				.open = true, .slot = sl, .slot_id = id, .flags = flags,
+			};
 			*ret = i + 1;
 			return leave(CKR_OK);
 		}
@@ -484,14 +561,11 @@ static CK_RV mod_OpenSession(CK_SLOT_ID id, CK_FLAGS flags, CK_VOID_PTR app, CK_
 
 static CK_RV mod_CloseSession(CK_SESSION_HANDLE h)
 {
-	CK_RV rv = enter();
 	struct session *s;
+	CK_RV rv = enter_session(h, &s);
 
 	if (rv != CKR_OK)
 		return rv;
-	s = session_get(h);
-	if (!s)
-		return leave(CKR_SESSION_HANDLE_INVALID);
 	session_reset_sign(s);
 	*s = (struct session){ 0 };
 	return leave(CKR_OK);
@@ -499,32 +573,25 @@ static CK_RV mod_CloseSession(CK_SESSION_HANDLE h)
 
 static CK_RV mod_CloseAllSessions(CK_SLOT_ID id)
 {
-	CK_RV rv = enter();
+	struct slot *sl;
+	CK_RV rv = enter_slot(id, &sl);
 
 	if (rv != CKR_OK)
 		return rv;
-	if (id != SLOT_ID)
-		return leave(CKR_SLOT_ID_INVALID);
-	for (size_t i = 0; i < MAX_SESSIONS; i++) {
-		session_reset_sign(&tok.sessions[i]);
-		tok.sessions[i] = (struct session){ 0 };
-	}
+	sessions_close(sl);
 	return leave(CKR_OK);
 }
 
 static CK_RV mod_GetSessionInfo(CK_SESSION_HANDLE h, CK_SESSION_INFO_PTR info)
 {
-	CK_RV rv = enter();
 	struct session *s;
+	CK_RV rv = enter_session(h, &s);
 
 	if (rv != CKR_OK)
 		return rv;
-	s = session_get(h);
-	if (!s)
-		return leave(CKR_SESSION_HANDLE_INVALID);
 	if (!info)
 		return leave(CKR_ARGUMENTS_BAD);
-	info->slotID = SLOT_ID;
+	info->slotID = s->slot_id;
 	/* Public objects only, no login: every session is a user's. */
 	info->state = s->flags & CKF_RW_SESSION ? CKS_RW_USER_FUNCTIONS : CKS_RO_USER_FUNCTIONS;
 	info->flags = s->flags;
@@ -535,46 +602,41 @@ static CK_RV mod_GetSessionInfo(CK_SESSION_HANDLE h, CK_SESSION_INFO_PTR info)
 /* The identity is the connection's; a PIN proves nothing more. */
 static CK_RV mod_Login(CK_SESSION_HANDLE h, CK_USER_TYPE user, CK_UTF8CHAR_PTR pin, CK_ULONG len)
 {
-	CK_RV rv = enter();
+	struct session *s;
+	CK_RV rv = enter_session(h, &s);
 
 	(void)pin;
 	(void)len;
 	if (rv != CKR_OK)
 		return rv;
-	if (!session_get(h))
-		return leave(CKR_SESSION_HANDLE_INVALID);
 	return leave(user == CKU_USER || user == CKU_CONTEXT_SPECIFIC ? CKR_OK :
 								      CKR_USER_TYPE_INVALID);
 }
 
 static CK_RV mod_Logout(CK_SESSION_HANDLE h)
 {
-	CK_RV rv = enter();
+	struct session *s;
+	CK_RV rv = enter_session(h, &s);
 
-	if (rv != CKR_OK)
-		return rv;
-	return leave(session_get(h) ? CKR_OK : CKR_SESSION_HANDLE_INVALID);
+	return rv != CKR_OK ? rv : leave(CKR_OK);
 }
 
 /* ---- objects ------------------------------------------------------------ */
 
 static CK_RV mod_FindObjectsInit(CK_SESSION_HANDLE h, CK_ATTRIBUTE_PTR tmpl, CK_ULONG n)
 {
-	CK_RV rv = enter();
 	struct session *s;
+	CK_RV rv = enter_session(h, &s);
 
 	if (rv != CKR_OK)
 		return rv;
-	s = session_get(h);
-	if (!s)
-		return leave(CKR_SESSION_HANDLE_INVALID);
 	if (n && !tmpl)
 		return leave(CKR_ARGUMENTS_BAD);
 	if (s->finding)
 		return leave(CKR_OPERATION_ACTIVE);
 	s->n_found = s->pos = 0;
-	for (size_t i = 0; i < tok.n_objs; i++)
-		if (p11_object_match(&tok.objs[i], tmpl, n))
+	for (size_t i = 0; i < s->slot->n_objs; i++)
+		if (p11_object_match(&s->slot->objs[i], tmpl, n))
 			s->found[s->n_found++] = i + 1;
 	s->finding = true;
 	return leave(CKR_OK);
@@ -583,15 +645,12 @@ static CK_RV mod_FindObjectsInit(CK_SESSION_HANDLE h, CK_ATTRIBUTE_PTR tmpl, CK_
 static CK_RV mod_FindObjects(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE_PTR out, CK_ULONG max,
 			   CK_ULONG_PTR count)
 {
-	CK_RV rv = enter();
 	struct session *s;
+	CK_RV rv = enter_session(h, &s);
 	CK_ULONG k = 0;
 
 	if (rv != CKR_OK)
 		return rv;
-	s = session_get(h);
-	if (!s)
-		return leave(CKR_SESSION_HANDLE_INVALID);
 	if (!s->finding)
 		return leave(CKR_OPERATION_NOT_INITIALIZED);
 	if (!out || !count)
@@ -604,14 +663,11 @@ static CK_RV mod_FindObjects(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE_PTR out, CK_U
 
 static CK_RV mod_FindObjectsFinal(CK_SESSION_HANDLE h)
 {
-	CK_RV rv = enter();
 	struct session *s;
+	CK_RV rv = enter_session(h, &s);
 
 	if (rv != CKR_OK)
 		return rv;
-	s = session_get(h);
-	if (!s)
-		return leave(CKR_SESSION_HANDLE_INVALID);
 	if (!s->finding)
 		return leave(CKR_OPERATION_NOT_INITIALIZED);
 	s->finding = false;
@@ -621,14 +677,13 @@ static CK_RV mod_FindObjectsFinal(CK_SESSION_HANDLE h)
 static CK_RV mod_GetAttributeValue(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE oh, CK_ATTRIBUTE_PTR t,
 				 CK_ULONG n)
 {
-	CK_RV rv = enter(), first = CKR_OK;
+	struct session *s;
+	CK_RV rv = enter_session(h, &s), first = CKR_OK;
 	const struct p11_object *o;
 
 	if (rv != CKR_OK)
 		return rv;
-	if (!session_get(h))
-		return leave(CKR_SESSION_HANDLE_INVALID);
-	o = object_get(oh);
+	o = object_get(s, oh);
 	if (!o)
 		return leave(CKR_OBJECT_HANDLE_INVALID);
 	if (n && !t)
@@ -645,13 +700,12 @@ static CK_RV mod_GetAttributeValue(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE oh, CK_
 
 static CK_RV mod_GetObjectSize(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE oh, CK_ULONG_PTR size)
 {
-	CK_RV rv = enter();
+	struct session *s;
+	CK_RV rv = enter_session(h, &s);
 
 	if (rv != CKR_OK)
 		return rv;
-	if (!session_get(h))
-		return leave(CKR_SESSION_HANDLE_INVALID);
-	if (!object_get(oh))
+	if (!object_get(s, oh))
 		return leave(CKR_OBJECT_HANDLE_INVALID);
 	if (!size)
 		return leave(CKR_ARGUMENTS_BAD);
@@ -663,21 +717,18 @@ static CK_RV mod_GetObjectSize(CK_SESSION_HANDLE h, CK_OBJECT_HANDLE oh, CK_ULON
 
 static CK_RV mod_SignInit(CK_SESSION_HANDLE h, CK_MECHANISM_PTR mech, CK_OBJECT_HANDLE key)
 {
-	CK_RV rv = enter();
+	struct session *s;
+	CK_RV rv = enter_session(h, &s);
 	const struct p11_object *o;
 	const struct p11_mech *m;
-	struct session *s;
 
 	if (rv != CKR_OK)
 		return rv;
-	s = session_get(h);
-	if (!s)
-		return leave(CKR_SESSION_HANDLE_INVALID);
 	if (!mech)
 		return leave(CKR_ARGUMENTS_BAD);
 	if (s->mech)
 		return leave(CKR_OPERATION_ACTIVE);
-	o = object_get(key);
+	o = object_get(s, key);
 	if (!o || o->class != CKO_PRIVATE_KEY)
 		return leave(CKR_KEY_HANDLE_INVALID);
 	m = p11_mech_find(mech->mechanism);
@@ -687,8 +738,8 @@ static CK_RV mod_SignInit(CK_SESSION_HANDLE h, CK_MECHANISM_PTR mech, CK_OBJECT_
 	}
 	if (mech->ulParameterLen)
 		return leave(CKR_MECHANISM_PARAM_INVALID);
-	if (m->key_type != tok.keys[o->key].type) {
-		say("key %s: mechanism 0x%lx is for another key type", tok.keys[o->key].name,
+	if (m->key_type != s->slot->keys[o->key].type) {
+		say("key %s: mechanism 0x%lx is for another key type", s->slot->keys[o->key].name,
 		    (unsigned long)m->type);
 		return leave(CKR_KEY_TYPE_INCONSISTENT);
 	}
@@ -710,7 +761,7 @@ static CK_RV mod_SignInit(CK_SESSION_HANDLE h, CK_MECHANISM_PTR mech, CK_OBJECT_
 static CK_RV too_long(const struct session *s, size_t len)
 {
 	say("key %s: %zu bytes or more to sign: a digest is expected (hash the data, "
-	    "or use a hash-and-sign mechanism)", tok.keys[s->key].name, len);
+	    "or use a hash-and-sign mechanism)", session_key(s)->name, len);
 	return CKR_DATA_LEN_RANGE;
 }
 
@@ -734,7 +785,7 @@ static CK_RV sign_digest(struct session *s, const uint8_t *data, size_t len,
 	if (s->mech->type == CKM_RSA_PKCS) {
 		if (p11_digestinfo_parse(data, len, md, &d, digest_len) < 0) {
 			say("key %s: CKM_RSA_PKCS input is not a DigestInfo of " DIGEST_NAMES,
-			    tok.keys[s->key].name);
+			    session_key(s)->name);
 			return CKR_DATA_INVALID;
 		}
 		memcpy(digest, d, *digest_len);
@@ -742,7 +793,7 @@ static CK_RV sign_digest(struct session *s, const uint8_t *data, size_t len,
 	}
 	if (p11_digest_by_len(len, md) < 0) {
 		say("key %s: a %zu-byte ECDSA digest is none of sha256, sha384, sha512",
-		    tok.keys[s->key].name, len);
+		    session_key(s)->name, len);
 		return CKR_DATA_LEN_RANGE;
 	}
 	memcpy(digest, data, len);
@@ -750,49 +801,57 @@ static CK_RV sign_digest(struct session *s, const uint8_t *data, size_t len,
 	return CKR_OK;
 }
 
-/* What the audit log records as the "module": which program asked,
- * through what, for which object. */
-static void audit_name(const struct p11_key *k, char *buf, size_t size)
+/*
+ * What the daemon's records say of a request (docs/PROTOCOL.md "sign"):
+ * the "module" is the object the tool named, `pkcs11:object=NAME`, and
+ * the "program" the caller's name, program_invocation_short_name (argv[0]'s
+ * last part: `sign-file` for scripts/sign-file, which /proc/self/comm
+ * would cut to 15 bytes) made to the protocol's rule.  Both are the
+ * caller's word; the connection's identity is the daemon's own.
+ */
+static void request_names(const struct p11_key *k, char *module, size_t size,
+			  char program[static PROTO_MAX_PROGRAM + 1])
 {
-	snprintf(buf, size, "pkcs11:object=%s (by %s)", k->name, program_invocation_short_name);
+	snprintf(module, size, "pkcs11:object=%s", k->name);
+	proto_program_clean(program_invocation_short_name, program);
 }
 
-/* The daemon's signature of @digest as PKCS#11 returns it. */
-static CK_RV sign_remote(const struct p11_key *k, const struct digest *md, const uint8_t *digest,
-			 size_t digest_len, uint8_t **ret, size_t *ret_len)
+/* The daemon of @sl's signature of @digest as PKCS#11 returns it. */
+static CK_RV sign_remote(struct slot *sl, const struct p11_key *k, const struct digest *md,
+			 const uint8_t *digest, size_t digest_len, uint8_t **ret, size_t *ret_len)
 {
 	_cleanup_(json_object_putp) json_object *req = NULL, *reply = NULL;
 	_cleanup_(rpc_sign_freep) struct rpc_sign *sig = NULL;
-	char module[PROTO_MAX_NAME + 256];
+	char module[PROTO_MAX_NAME + 32], program[PROTO_MAX_PROGRAM + 1];
 	struct rpc_sign_args a = {
 		.key = k->name, .hash = digest_name(md), .digest = digest,
-		.digest_len = digest_len, .module = module,
+		.digest_len = digest_len, .module = module, .program = program,
 	};
 	struct rpc_error err;
 	const char *why = NULL;
 	int r;
 
-	audit_name(k, module, sizeof(module));
+	request_names(k, module, sizeof(module), program);
 	for (int attempt = 0; attempt < 2; attempt++) {
-		if (token_connect() != CKR_OK)
+		if (token_connect(sl) != CKR_OK)
 			return CKR_DEVICE_ERROR;
-		req = rpc_sign_request(conn_next_id(tok.c), &a);
+		req = rpc_sign_request(conn_next_id(sl->c), &a);
 		if (!req)
 			return CKR_HOST_MEMORY;
-		r = conn_call(tok.c, req, &reply, &why);
+		r = conn_call(sl->c, req, &reply, &why);
 		if (r != -ECONNRESET && r != -EPIPE)
 			break;
 		/* The daemon hung up an idle connection: once more, anew. */
 		json_object_put(TAKE_PTR(req));
-		token_disconnect();
+		token_disconnect(sl);
 	}
 	if (r == -EREMOTEIO) {
 		say("key %s: refused: %s", k->name, why ?: "?");
 		return CKR_FUNCTION_REJECTED;
 	}
 	if (r < 0) {
-		say("key %s: %s", k->name, conn_strerror(tok.c, r));
-		token_disconnect();
+		say("key %s: %s", k->name, conn_strerror(sl->c, r));
+		token_disconnect(sl);
 		return CKR_DEVICE_ERROR;
 	}
 	if (rpc_sign_reply(reply, NULL, &sig, &err) < 0) {
@@ -817,7 +876,7 @@ static CK_RV sign_remote(const struct p11_key *k, const struct digest *md, const
 static CK_RV sign_finish(struct session *s, const uint8_t *data, size_t len, CK_BYTE_PTR out,
 			 CK_ULONG_PTR out_len)
 {
-	const struct p11_key *k = &tok.keys[s->key];
+	const struct p11_key *k = session_key(s);
 	uint8_t digest[DIGEST_MAX_LEN], *sig = NULL;
 	const struct digest *md = NULL;
 	size_t digest_len = 0, sig_len = 0;
@@ -835,7 +894,7 @@ static CK_RV sign_finish(struct session *s, const uint8_t *data, size_t len, CK_
 	}
 	rv = sign_digest(s, data, len, &md, digest, &digest_len);
 	if (rv == CKR_OK)
-		rv = sign_remote(k, md, digest, digest_len, &sig, &sig_len);
+		rv = sign_remote(s->slot, k, md, digest, digest_len, &sig, &sig_len);
 	if (rv == CKR_OK && sig_len > *out_len)
 		rv = CKR_DEVICE_ERROR;
 	if (rv == CKR_OK) {
@@ -850,14 +909,11 @@ static CK_RV sign_finish(struct session *s, const uint8_t *data, size_t len, CK_
 static CK_RV mod_Sign(CK_SESSION_HANDLE h, CK_BYTE_PTR data, CK_ULONG len, CK_BYTE_PTR out,
 		    CK_ULONG_PTR out_len)
 {
-	CK_RV rv = enter();
 	struct session *s;
+	CK_RV rv = enter_session(h, &s);
 
 	if (rv != CKR_OK)
 		return rv;
-	s = session_get(h);
-	if (!s)
-		return leave(CKR_SESSION_HANDLE_INVALID);
 	if (!s->mech || s->updated)
 		return leave(CKR_OPERATION_NOT_INITIALIZED);
 	if (!data && len)
@@ -871,14 +927,11 @@ static CK_RV mod_Sign(CK_SESSION_HANDLE h, CK_BYTE_PTR data, CK_ULONG len, CK_BY
 
 static CK_RV mod_SignUpdate(CK_SESSION_HANDLE h, CK_BYTE_PTR data, CK_ULONG len)
 {
-	CK_RV rv = enter();
 	struct session *s;
+	CK_RV rv = enter_session(h, &s);
 
 	if (rv != CKR_OK)
 		return rv;
-	s = session_get(h);
-	if (!s)
-		return leave(CKR_SESSION_HANDLE_INVALID);
 	if (!s->mech)
 		return leave(CKR_OPERATION_NOT_INITIALIZED);
 	if (!data && len)
@@ -904,14 +957,11 @@ static CK_RV mod_SignUpdate(CK_SESSION_HANDLE h, CK_BYTE_PTR data, CK_ULONG len)
 
 static CK_RV mod_SignFinal(CK_SESSION_HANDLE h, CK_BYTE_PTR out, CK_ULONG_PTR out_len)
 {
-	CK_RV rv = enter();
 	struct session *s;
+	CK_RV rv = enter_session(h, &s);
 
 	if (rv != CKR_OK)
 		return rv;
-	s = session_get(h);
-	if (!s)
-		return leave(CKR_SESSION_HANDLE_INVALID);
 	if (!s->mech)
 		return leave(CKR_OPERATION_NOT_INITIALIZED);
 	s->updated = true;
@@ -926,7 +976,47 @@ static CK_RV not_supported(void)
 	return CKR_FUNCTION_NOT_SUPPORTED;
 }
 
+/*
+ * PKCS#11 3.0's function list is 2.40's, then these 24, in this order
+ * (the standard's CK_FUNCTION_LIST_3_0).  Its types are ours: bookworm's
+ * p11-kit (0.24) has no 3.0 header, trixie's (0.25) has one, and a
+ * structure of our own names is the same bytes under either.  Of the
+ * 3.0 functions only the two that find the lists are done; the rest
+ * (C_LoginUser, C_SessionCancel, the message-based ones) are
+ * not_supported.
+ */
+enum {
+	FN3_GET_INTERFACE_LIST, FN3_GET_INTERFACE, FN3_LOGIN_USER, FN3_SESSION_CANCEL,
+	FN3_COUNT = 24,
+};
+
+struct function_list_3_0 {
+	CK_FUNCTION_LIST v2;
+	void (*v3[FN3_COUNT])(void);
+};
+
+/* CK_INTERFACE. */
+struct interface {
+	CK_UTF8CHAR *name;
+	void *functions;
+	CK_FLAGS flags;
+};
+
 static CK_FUNCTION_LIST functions;
+static struct function_list_3_0 functions_3_0;
+
+/* What C_GetInterfaceList offers, the default first.  Flags 0: not
+ * CKF_INTERFACE_FORK_SAFE, a child must call C_Initialize (as p11-kit
+ * asks of every module). */
+static struct interface interfaces[] = {
+	{ (CK_UTF8CHAR *)"PKCS 11", &functions_3_0, 0 },
+	{ (CK_UTF8CHAR *)"PKCS 11", &functions, 0 },
+};
+
+static CK_VERSION interface_version(const struct interface *i)
+{
+	return ((const CK_FUNCTION_LIST *)i->functions)->version;
+}
 
 EXPORT CK_RV C_GetFunctionList(CK_FUNCTION_LIST_PTR_PTR ret)
 {
@@ -936,20 +1026,71 @@ EXPORT CK_RV C_GetFunctionList(CK_FUNCTION_LIST_PTR_PTR ret)
 	return CKR_OK;
 }
 
+/* Exported under the standard's names, declared under ours: trixie's
+ * header declares C_GetInterface* with its own CK_INTERFACE. */
+EXPORT CK_RV mod_GetInterfaceList(struct interface *list, CK_ULONG_PTR count)
+	__asm__("C_GetInterfaceList");
+EXPORT CK_RV mod_GetInterface(CK_UTF8CHAR_PTR name, CK_VERSION_PTR version,
+			      struct interface **ret, CK_FLAGS flags) __asm__("C_GetInterface");
+
+CK_RV mod_GetInterfaceList(struct interface *list, CK_ULONG_PTR count)
+{
+	CK_ULONG n = ELEMENTSOF(interfaces);
+
+	if (!count)
+		return CKR_ARGUMENTS_BAD;
+	if (list && *count < n) {
+		*count = n;
+		return CKR_BUFFER_TOO_SMALL;
+	}
+	if (list)
+		memcpy(list, interfaces, sizeof(interfaces));
+	*count = n;
+	return CKR_OK;
+}
+
+/* The first interface named @name (NULL: any) of @version (NULL: any)
+ * with every flag of @flags; none is CKR_ARGUMENTS_BAD, as the standard
+ * says. */
+CK_RV mod_GetInterface(CK_UTF8CHAR_PTR name, CK_VERSION_PTR version, struct interface **ret,
+		       CK_FLAGS flags)
+{
+	if (!ret)
+		return CKR_ARGUMENTS_BAD;
+	for (size_t i = 0; i < ELEMENTSOF(interfaces); i++) {
+		struct interface *it = &interfaces[i];
+		CK_VERSION v = interface_version(it);
+
+		if (name && strcmp((const char *)name, (const char *)it->name) != 0)
+			continue;
+		if (version && (version->major != v.major || version->minor != v.minor))
+			continue;
+		if ((it->flags & flags) != flags)
+			continue;
+		*ret = it;
+		return CKR_OK;
+	}
+	return CKR_ARGUMENTS_BAD;
+}
+
 /*
  * Every slot not filled below is not_supported, cast: a function that
  * takes any arguments and returns CKR_FUNCTION_NOT_SUPPORTED is what the
  * caller sees either way on every ABI this builds for (the callee ignores
  * its arguments; the caller cleans up after cdecl/SysV calls).
  */
+static void fill_not_supported(void (**slot)(void), size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		slot[i] = (void (*)(void))not_supported;
+}
+
 __attribute__((constructor)) static void functions_fill(void)
 {
 	size_t first = offsetof(CK_FUNCTION_LIST, C_Initialize);
-	void (**slot)(void) = (void (**)(void))((char *)&functions + first);
-	size_t n = (sizeof(functions) - first) / sizeof(*slot);
 
-	for (size_t i = 0; i < n; i++)
-		slot[i] = (void (*)(void))not_supported;
+	fill_not_supported((void (**)(void))((char *)&functions + first),
+			   (sizeof(functions) - first) / sizeof(void (*)(void)));
 	functions.version = (CK_VERSION){ 2, 40 };
 	functions.C_Initialize = mod_Initialize;
 	functions.C_Finalize = mod_Finalize;
@@ -975,4 +1116,11 @@ __attribute__((constructor)) static void functions_fill(void)
 	functions.C_Sign = mod_Sign;
 	functions.C_SignUpdate = mod_SignUpdate;
 	functions.C_SignFinal = mod_SignFinal;
+
+	/* 3.0: the same functions, then its own. */
+	functions_3_0.v2 = functions;
+	functions_3_0.v2.version = (CK_VERSION){ 3, 0 };
+	fill_not_supported(functions_3_0.v3, FN3_COUNT);
+	functions_3_0.v3[FN3_GET_INTERFACE_LIST] = (void (*)(void))mod_GetInterfaceList;
+	functions_3_0.v3[FN3_GET_INTERFACE] = (void (*)(void))mod_GetInterface;
 }

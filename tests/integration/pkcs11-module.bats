@@ -20,9 +20,21 @@ setup_file() {
 		--key other=ephemeral:ecdsa-p256 --allow uid:0=rsa,ec --allow uid:65534=rsa \
 		--socket-mode 0666
 	MODSIGN_SERVER=unix:$d/sock "$C" cert --key ec >"$d/ec.crt"
+	# Two more servers for the slot cases: a (key alpha), b (key beta).
+	for s in a:alpha b:beta; do
+		start_daemon "$d/${s%:*}" --key "${s#*:}=ephemeral:ecdsa-p256" --allow uid:0 \
+			--socket-mode 0666
+		echo "$DAEMON_PID" >>"$d/slot-daemons.pid"
+		MODSIGN_SERVER=unix:$d/${s%:*} "$C" cert --key "${s#*:}" >"$d/${s#*:}.crt"
+	done
 }
 
-teardown_file() { file_daemon_stop; }
+teardown_file() {
+	local p
+
+	for p in $(cat "$BATS_FILE_TMPDIR/slot-daemons.pid"); do stop_daemon "$p"; done
+	file_daemon_stop
+}
 
 setup() {
 	file_daemon_case
@@ -35,6 +47,8 @@ p11() { pkcs11-tool --module "$P11" "$@"; }
 # sign MECH KEY IN OUT [pkcs11-tool options]
 p11sign() { p11 --sign -m "$1" --id "$(hexid "$2")" -i "$3" -o "$4" "${@:5}"; }
 pub() { openssl x509 -in "$F/$1.crt" -pubkey -noout >"$1.pub"; echo "$1.pub"; }
+# pub_of CERT: its public key into CERT's name with .pub, which is echoed.
+pub_of() { openssl x509 -in "$1" -pubkey -noout >"${1%.crt}.pub"; echo "${1%.crt}.pub"; }
 # In a pseudo-terminal, so the module's reason goes to its stderr.
 tty_run() { script -qec "$*" /dev/null; }
 
@@ -111,7 +125,7 @@ tty_run() { script -qec "$*" /dev/null; }
 @test "pkcs11-hash-and-sign-sends-only-the-digest" {
 	head -c 50000000 /dev/urandom >big
 	p11sign SHA256-RSA-PKCS rsa big sig
-	run grep -c "\"digest\":\"$(sha big)\",\"module\":\"pkcs11:object=rsa (by pkcs11-tool)\"" \
+	run grep -c "\"digest\":\"$(sha big)\",\"module\":\"pkcs11:object=rsa\",\"program\":\"pkcs11-tool\"" \
 		"$F/modsignd.log"
 	assert_output 1
 	run openssl dgst -sha256 -verify "$(pub rsa)" -signature sig big
@@ -237,6 +251,156 @@ PY
 	refute_output --partial "FAIL"
 }
 
+# two_servers [ENTRY...]: a client config naming the file's daemons a
+# (key alpha) and b (key beta), both granting root, then ENTRY..., the
+# module's only configuration.
+two_servers() {
+	(umask 077; printf 'server = %s\n' "unix:$F/a" "unix:$F/b" "$@" >"$T/client.conf")
+	export MODSIGN_CONFIG=$T/client.conf
+	unset MODSIGN_SERVER
+	cp "$F/alpha.crt" "$F/beta.crt" .
+}
+
+@test "pkcs11-one-slot-per-server" {
+	two_servers
+	run p11 --list-slots
+	assert_success
+	assert_output --partial "Slot 0 (0x1): unix:$F/a"
+	assert_output --partial "Slot 1 (0x2): unix:$F/b"
+	run p11 --slot 1 --list-objects
+	assert_success
+	assert_output --partial "label:      alpha"
+	refute_output --partial "label:      beta"
+	run p11 --slot 2 --list-objects
+	assert_success
+	assert_output --partial "label:      beta"
+	refute_output --partial "label:      alpha"
+	# Each slot signs with its own server's key.
+	p11sign ECDSA-SHA256 alpha data sig.a --slot 1 --signature-format openssl
+	run openssl dgst -sha256 -verify "$(pub_of alpha.crt)" -signature sig.a data
+	assert_success
+	p11sign ECDSA-SHA256 beta data sig.b --slot 2 --signature-format openssl
+	run openssl dgst -sha256 -verify "$(pub_of beta.crt)" -signature sig.b data
+	assert_success
+	# Twin: server a's key asked on server b's slot is not found, and
+	# nothing is signed.
+	run p11sign ECDSA-SHA256 alpha data sig.x --slot 2
+	assert_failure
+	assert_output --partial "not found"
+	[ ! -s sig.x ]
+}
+
+@test "pkcs11-uri-with-and-without-token-attributes" {
+	two_servers
+	export PKCS11_MODULE_PATH=$P11
+	# pkcs11:object=NAME alone: whichever slot holds it.
+	run openssl pkeyutl -engine pkcs11 -keyform engine -inkey "pkcs11:object=beta" \
+		-sign -in data.sha256 -out sig
+	assert_success
+	run openssl pkeyutl -verify -pubin -inkey "$(pub_of beta.crt)" -in data.sha256 -sigfile sig
+	assert_success
+	# With the token's attributes: the serial, SHA-256 of the server
+	# entry cut to 16 hex digits, names server b's slot.
+	serial_b=$(printf %s "unix:$F/b" | sha256sum | cut -c1-16)
+	run p11 --list-token-slots
+	assert_output --partial "serial num         : $serial_b"
+	run openssl pkeyutl -engine pkcs11 -keyform engine \
+		-inkey "pkcs11:token=modsign;serial=$serial_b;object=beta" -sign -in data.sha256 -out sig2
+	assert_success
+	run openssl pkeyutl -verify -pubin -inkey beta.pub -in data.sha256 -sigfile sig2
+	assert_success
+	# Twin: server a's key under server b's serial is not there.
+	run openssl pkeyutl -engine pkcs11 -keyform engine \
+		-inkey "pkcs11:token=modsign;serial=$serial_b;object=alpha" -sign -in data.sha256 -out sig3
+	assert_failure
+	[ ! -s sig3 ]
+}
+
+@test "pkcs11-dead-server-is-an-empty-token" {
+	# Slot 3's server is not there: no objects and its reason, while the
+	# others still list and sign.
+	two_servers "unix:$T/gone"
+	run tty_run pkcs11-tool --module "$P11" --slot 3 --list-objects
+	assert_output --partial "unix:$T/gone"
+	refute_output --partial "label:"
+	run p11sign ECDSA-SHA256 beta data sig --slot 2
+	assert_success
+	# Twin: a key asked on the dead server's slot signs nothing, though
+	# another server holds it.
+	run p11sign ECDSA-SHA256 beta data sig.x --slot 3
+	assert_failure
+	[ ! -s sig.x ]
+}
+
+@test "pkcs11-interface-3.0" {
+	run python3 "$REPO/tests/p11-interface.py" "$P11"
+	assert_success
+	assert_output --partial "PASS p11-interface-default-is-3.0"
+	# The refused twins are in the script: a version, a name, a flag the
+	# module does not offer.
+	assert_output --partial "PASS p11-interface-version-3.1-refused"
+	refute_output --partial "FAIL"
+}
+
+# program_daemon: a daemon with an audit log and a transparency log.
+program_daemon() {
+	openssl genpkey -algorithm ed25519 -out "$T/log.pem" 2>/dev/null
+	chmod 600 "$T/log.pem"
+	start_daemon "$T/s" --key ec=ephemeral:ecdsa-p256 --allow uid:0 \
+		--audit-log "$T/audit.jsonl" --transparency-log "$T/log" --log-key "$T/log.pem" \
+		--log-origin example.org/p11
+	export MODSIGN_SERVER=unix:$T/s
+}
+
+@test "pkcs11-audit-and-tlog-name-the-program" {
+	program_daemon
+	p11sign ECDSA-SHA256 ec data sig
+	run grep -c '"module":"pkcs11:object=ec","program":"pkcs11-tool","result":"ok"' audit.jsonl
+	assert_output 1
+	run grep -c '"module":"pkcs11:object=ec","program":"pkcs11-tool","client":"uid:0"' \
+		log/tile/entries/000.p/1
+	assert_output 1
+	# Twin: a request of the client names no program.
+	fresh m.ko
+	"$C" sign --key ec m.ko
+	run grep -c '"module":"[^"]*m.ko","result":"ok"' audit.jsonl
+	assert_output 1
+	run grep -c '"program"' audit.jsonl
+	assert_output 1
+}
+
+@test "pkcs11-program-name-sanitised-or-refused" {
+	# A caller named with an escape sequence, a newline and 100 bytes
+	# more: the module sends one word of printable ASCII, cut at 64.
+	mkdir bin
+	name=$(printf 'evil\033[31m\nname%0100d' 0)
+	ln -s "$(command -v pkcs11-tool)" "bin/$name"
+	run "bin/$name" --module "$P11" --sign -m ECDSA-SHA256 --id "$(hexid ec)" -i data -o sig
+	assert_success
+	want=$(printf 'evil_[31m_name%0100d' 0 | head -c 64)
+	run grep -cF "\"program\":\"$want\",\"result\":\"ok\"" "$F/modsignd.log"
+	assert_output 1
+	# Twin: a peer sending such a name itself is refused, and the
+	# record of the refusal is one whole JSON line, without the name.
+	run python3 -c '
+import json, socket, struct, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1])
+req = {"v": 1, "id": 5, "op": "sign", "key": "ec", "hash": "sha256", "digest": "00" * 32,
+       "module": "raw-refused.ko", "program": "evil\x1b[31m\nname"}
+b = json.dumps(req).encode(); s.sendall(struct.pack(">I", len(b)) + b)
+n = struct.unpack(">I", s.recv(4))[0]; d = b""
+while len(d) < n: d += s.recv(n - len(d))
+print(json.loads(d)["error"])' "$F/sock"
+	assert_output --partial 'bad "program"'
+	run python3 -c 'import json,sys
+lines=[l for l in open(sys.argv[1], encoding="utf-8") if "raw-refused.ko" in l]
+r=[json.loads(l[l.index("{"):]) for l in lines]
+assert len(r)==1 and "\"program\"" in r[0]["result"] and "program" not in r[0], r
+print("whole")' "$F/modsignd.log"
+	assert_success
+	assert_output "whole"
+}
+
 # The kernel's sign-file, unpatched, with a CONFIG_MODULE_SIG_KEY-style URI.
 p11_sign_file() { # HASH URI CERT MODULE
 	OPENSSL_MODULES=$PROV PKCS11_PROVIDER_MODULE=$P11 "$FIX/sign-file" "$@"
@@ -250,14 +414,20 @@ p11_sign_file() { # HASH URI CERT MODULE
 		"$C" strip "p11-$n" >/dev/null
 		cp "p11-$n" "ref-$n"
 		"$FIX/sign-file" sha256 "$F/rsa.pem" "$F/rsa.crt" "ref-$n"
-		run p11_sign_file sha256 "pkcs11:object=rsa" "$F/rsa.crt" "p11-$n"
+		PKCS11_PROVIDER_DEBUG=file:$T/provider.log,level:1 \
+			run p11_sign_file sha256 "pkcs11:object=rsa" "$F/rsa.crt" "p11-$n"
 		assert_success
 		run cmp "ref-$n" "p11-$n"
 		assert_success
 		run cms_verify_module "p11-$n" "$F/rsa.crt"
 		assert_success
 	done
-	grep -q '"module":"pkcs11:object=rsa (by sign-file)","result":"ok"' "$F/modsignd.log"
+	grep -q '"module":"pkcs11:object=rsa","program":"sign-file","result":"ok"' "$F/modsignd.log"
+	# The provider took the module's PKCS#11 3.0 interface (C_GetInterface),
+	# never falling back to C_GetFunctionList.
+	grep -q "Populating Interfaces with 'PKCS 11', version 3.0" provider.log
+	run grep -c "Falling back to C_GetFunctionList" provider.log
+	assert_output 0
 	# Twin: a byte of the signed module's code changed, it no longer verifies.
 	python3 - "p11-$n" <<'PY'
 import sys

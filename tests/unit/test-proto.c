@@ -439,3 +439,31 @@ UNIT_TEST(utf8_frames)
 		       strcmp(s, "\xe2\x28\xa1") == 0));
 	json_object_put(bad_obj);
 }
+
+/* The one rule of "program", both ends': what clean() makes is valid. */
+UNIT_TEST(program_word)
+{
+	char out[PROTO_MAX_PROGRAM + 1], long_name[200];
+
+	CHECK("program: a tool's name is valid", proto_program_valid("sign-file"));
+	CHECK("program: empty is not", !proto_program_valid(""));
+	CHECK("program: a space is not", !proto_program_valid("a b"));
+	CHECK("program: a newline is not", !proto_program_valid("a\nb"));
+	CHECK("program: DEL is not", !proto_program_valid("a\x7f"));
+	CHECK("program: UTF-8 is not", !proto_program_valid("s\xc3\xafgn"));
+	proto_program_clean("pkcs11-tool", out);
+	CHECK("program clean: a valid name is kept", strcmp(out, "pkcs11-tool") == 0);
+	proto_program_clean("a\x1b[31m b\n\xc3\xaf", out);
+	CHECK("program clean: controls, space, UTF-8 as '_'", strcmp(out, "a_[31m_b___") == 0);
+	CHECK("program clean: the result is valid", proto_program_valid(out));
+	memset(long_name, 'x', sizeof(long_name) - 1);
+	long_name[sizeof(long_name) - 1] = '\0';
+	CHECK("program: 199 bytes is not valid", !proto_program_valid(long_name));
+	proto_program_clean(long_name, out);
+	CHECK("program clean: cut at PROTO_MAX_PROGRAM",
+	      strlen(out) == PROTO_MAX_PROGRAM && proto_program_valid(out));
+	proto_program_clean("", out);
+	CHECK("program clean: empty is \"?\"", strcmp(out, "?") == 0 && proto_program_valid(out));
+	proto_program_clean(NULL, out);
+	CHECK("program clean: NULL is \"?\"", strcmp(out, "?") == 0);
+}

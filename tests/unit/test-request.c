@@ -268,6 +268,36 @@ UNIT_TEST(mu)
 		"missing or bad \"tr\"");
 }
 
+/* "program": optional, one word of printable ASCII up to
+ * PROTO_MAX_PROGRAM bytes (the PKCS#11 module's caller), else refused. */
+UNIT_TEST(program)
+{
+	char text[512], word[PROTO_MAX_PROGRAM + 2];
+
+	CHECK_EQ("sign without program parses", parse(SIGN), 0);
+	CHECK("sign without program: none", req.program == NULL);
+	CHECK_EQ("sign with program parses", parse(SIGN_(",\"program\":\"pkcs11-tool\"")), 0);
+	CHECK("sign: program kept", req.program && strcmp(req.program, "pkcs11-tool") == 0);
+	memset(word, 'p', PROTO_MAX_PROGRAM);
+	word[PROTO_MAX_PROGRAM] = '\0';
+	snprintf(text, sizeof(text), SIGN_(",\"program\":\"%s\""), word);
+	CHECK_EQ("program of 64 bytes parses", parse(text), 0);
+	snprintf(text, sizeof(text), SIGN_(",\"program\":\"%sp\""), word);
+	refused("program of 65 bytes", text, -EINVAL, "bad \"program\" (one word of printable ASCII)");
+	refused("program with a newline", SIGN_(",\"program\":\"a\\nb\""), -EINVAL,
+		"bad \"program\" (one word of printable ASCII)");
+	refused("program with an escape", SIGN_(",\"program\":\"\\u001b[31m\""), -EINVAL,
+		"bad \"program\" (one word of printable ASCII)");
+	refused("program with a space", SIGN_(",\"program\":\"a b\""), -EINVAL,
+		"bad \"program\" (one word of printable ASCII)");
+	refused("program not ASCII", SIGN_(",\"program\":\"s\\u00efgn\""), -EINVAL,
+		"bad \"program\" (one word of printable ASCII)");
+	refused("program empty", SIGN_(",\"program\":\"\""), -EINVAL,
+		"bad \"program\" (one word of printable ASCII)");
+	refused("program as a number", SIGN_(",\"program\":7"), -EINVAL,
+		"bad \"program\" (one word of printable ASCII)");
+}
+
 UNIT_TEST(module)
 {
 	_cleanup_(freep) char *text = malloc(PROTO_MAX_MODULE + 256);
@@ -412,7 +442,7 @@ UNIT_TEST(backends)
 		{ "ephemeralx", &key_backend_file },
 		{ "./pkcs11:object=k", &key_backend_file },
 	};
-	static const char *const specs[] = { "a=ephemeral:no-such-alg",
+	static const char *const specs[] = { "a=ephemeral:ecdsa-p256",
 					     "b=pkcs11:token=absent;type=private", "a=ephemeral" };
 	char why[256] = "";
 	size_t bad = 99;
@@ -433,6 +463,10 @@ UNIT_TEST(backends)
 	CHECK("check-config: a name used twice is the third spec",
 	      keystore_check(specs, 3, why, sizeof(why), &bad) == -EEXIST && bad == 2 &&
 		      strcmp(why, "duplicate key name") == 0);
+	CHECK("check-config: a one-time key's unknown algorithm is refused unmade",
+	      keystore_check((const char *const[]){ "a=ephemeral:no-such-alg" }, 1, why,
+			     sizeof(why), &bad) == -EINVAL && bad == 0 &&
+		      strcmp(why, "unknown key algorithm") == 0);
 	CHECK("check-config: a key file is read (the file backend's check)",
 	      keystore_check((const char *const[]){ "c=/nonexistent/modsign-key.pem" }, 1, why,
 			     sizeof(why), &bad) == -ENOENT && bad == 0);

@@ -417,4 +417,29 @@ UNIT_TEST(entry_client_cert)
 				       v.index == 7 && strcmp(v.hash, "sha256") == 0);
 }
 
+/* "program" only when the request named one, right after "module": an
+ * entry without it is the bytes it always was. */
+UNIT_TEST(entry_program)
+{
+	static const uint8_t digest[32], sig[3] = { 1, 2, 3 };
+	struct tlog_entry e = {
+		.index = 7, .time = 0, .key = "default", .key_id = "ab", .cert_sha256 = "cd",
+		.hash = "sha256", .digest = digest, .digest_len = sizeof(digest),
+		.module = "pkcs11:object=rsa", .client = "uid:0", .sig = sig,
+		.sig_len = sizeof(sig),
+	};
+	_cleanup_(freep) char *a = NULL, *b = NULL;
+	struct tlog_entry_view v;
+	size_t len = 0;
+
+	CHECK("an entry without program formats", tlog_entry_format(&e, &a, &len) == 0);
+	CHECK("... with no program in it", a && !strstr(a, "program"));
+	e.program = "sign-file";
+	CHECK("an entry with program formats", tlog_entry_format(&e, &b, &len) == 0);
+	CHECK("... after the module",
+	      b && strstr(b, "\"module\":\"pkcs11:object=rsa\",\"program\":\"sign-file\","
+			     "\"client\":\"uid:0\""));
+	CHECK("... and parses", b && tlog_entry_parse((uint8_t *)b, len, &v) == 0 && v.index == 7);
+}
+
 UNIT_MAIN()
