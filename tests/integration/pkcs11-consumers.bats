@@ -96,7 +96,7 @@ p11_sbsign() {
 	run sbverify --cert "$SNAKEOIL.pem" vmlinuz.efi
 	assert_success
 	assert_output --partial "Signature verification OK"
-	grep -q '"key":"sb",.*"module":"pkcs11:object=sb (by sbsign)","result":"ok"' "$F/modsignd.log"
+	grep -q '"key":"sb",.*"module":"pkcs11:object=sb","program":"sbsign","result":"ok"' "$F/modsignd.log"
 	# Twin: against another certificate, sbverify refuses it.
 	run sbverify --cert "$F/rsa.crt" vmlinuz.efi
 	assert_failure
@@ -199,7 +199,7 @@ ossl() {
 		run openssl dgst -sha256 -verify "$k.pub" -signature "$k.sig" tampered
 		assert_failure
 	done
-	grep -q '"key":"ec",.*"digest":"'"$(sha256sum data | cut -c1-64)"'","module":"pkcs11:object=ec (by openssl)"' \
+	grep -q '"key":"ec",.*"digest":"'"$(sha256sum data | cut -c1-64)"'","module":"pkcs11:object=ec","program":"openssl"' \
 		"$F/modsignd.log"
 }
 
@@ -223,7 +223,7 @@ ossl() {
 	assert_success
 	run openssl dgst -sha256 -verify "$(pub rsa)" -signature big.sig big
 	assert_success
-	run grep -c "\"digest\":\"$(sha big)\",\"module\":\"pkcs11:object=rsa (by openssl)\"" \
+	run grep -c "\"digest\":\"$(sha big)\",\"module\":\"pkcs11:object=rsa\",\"program\":\"openssl\"" \
 		"$F/modsignd.log"
 	assert_output 1
 	run openssl dgst -sha256 -verify rsa.pub -signature big.sig data
@@ -321,7 +321,7 @@ dkms_p11_setup() {
 	assert_output --partial "Sign command: /usr/lib/linux-kbuild-${KVER%.*}/scripts/sign-file"
 	assert_output --partial "Signing key: pkcs11:object=dkms"
 	refute_output --partial "sign-file:"
-	grep -q '"module":"pkcs11:object=dkms (by sign-file)","result":"ok"' modsignd.log
+	grep -q '"module":"pkcs11:object=dkms","program":"sign-file","result":"ok"' modsignd.log
 	run "$C" verify --cert rsa.pem.crt "$MOD"
 	assert_success
 	assert_output "$MOD: OK (sha256)"
