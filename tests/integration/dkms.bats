@@ -78,8 +78,12 @@ setup() {
 	    -e "s|/etc/kernel/postinst.d/zz-modsign-dkms-check|$REPO/dkms/zz-modsign-dkms-check|" \
 		"$REPO/dkms/modsign.conf" >etc-dkms/framework.conf.d/modsign.conf
 	echo "server = unix:$T/sock" >home/.config/modsign/client.conf
-	# The kernel's own modules as its linux-image installs them (one
-	# stands for all): dkms 3.2 compresses its modules like them.
+	# The install tree as the kernel's packages make it: the headers'
+	# build link (where dkms 3.2 looks for them: $install_tree/VERSION;
+	# 3.0 in /lib/modules), and the kernel's own modules as its
+	# linux-image installs them (one stands for all): dkms 3.2
+	# compresses its modules like them.
+	ln -s "/lib/modules/$KVER/build" "modules/$KVER/build"
 	if [ -n "$EXT" ]; then
 		mkdir -p "modules/$KVER/kernel"
 		pack "$(real_modules 1)" >"modules/$KVER/kernel/installed.ko$EXT"
