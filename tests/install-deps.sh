@@ -3,7 +3,8 @@
 # Debian 12 or 13 (the names below are the same on both: unversioned
 # clang, libclang-rt-dev).  Idempotent and quiet when everything is there.
 #   tests/install-deps.sh [GROUP...]   default: every group
-# The Debian 13 lane (tests/release/) installs "build test deb" in its root.
+# The Debian 13 lane (tests/release/) installs "build test deb dkms" in its
+# root.
 set -euo pipefail
 
 declare -A group=(

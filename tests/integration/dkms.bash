@@ -6,14 +6,24 @@
 
 PKG=v4l2loopback
 
-# The source of v4l2loopback-dkms as the archive ships it, kept in the
-# cache under its version: only the package is an input.
+# The source of v4l2loopback-dkms as this release's archive ships it, kept
+# in the cache under its version: only the package is an input.  Through
+# this machine's apt, or a private configuration for the release (the
+# Debian 13 lane's root has no apt lists; tests/cache.sh apt_suite).
+candidate() {
+	"$@" apt-cache policy v4l2loopback-dkms 2>/dev/null |
+		awk '/Candidate:/ && $2 != "(none)" { print $2 }'
+}
 dkms_source() {
-	local ver key dir
+	local ver key dir apt=()
 
-	ver=$(apt-cache policy v4l2loopback-dkms | awk '/Candidate:/ { print $2 }')
-	[ -n "$ver" ] && [ "$ver" != "(none)" ] || {
-		echo "v4l2loopback-dkms: not in this machine's archive" >&2
+	ver=$(candidate)
+	if [ -z "$ver" ]; then
+		apt=(apt_suite "$(. /etc/os-release && echo "$VERSION_CODENAME")")
+		ver=$(candidate "${apt[@]}")
+	fi
+	[ -n "$ver" ] || {
+		echo "v4l2loopback-dkms: not in this release's archive" >&2
 		return 1
 	}
 	key=$(echo "v4l2loopback-dkms $ver" | cache_key)
@@ -21,8 +31,8 @@ dkms_source() {
 	cache_lock dkms-src
 	if ! cache_ready "$dir"; then
 		rm -rf "$dir" && mkdir -p "$dir" || return 1
-		(cd "$dir" && apt-get download -q "v4l2loopback-dkms=$ver" >download.log 2>&1 &&
-			dpkg-deb -x v4l2loopback-dkms_*.deb root) || {
+		(cd "$dir" && "${apt[@]}" apt-get download -q "v4l2loopback-dkms=$ver" \
+			>download.log 2>&1 && dpkg-deb -x v4l2loopback-dkms_*.deb root) || {
 			cat "$dir/download.log" >&2
 			return 1
 		}

@@ -13,22 +13,83 @@
 # over /root, whose .config/modsign/client.conf is where the client finds
 # the daemon (root's config file, read whatever $HOME says).  dkms runs
 # under env -i with PATH alone, as apt's kernel hooks run it.
+#
+# The same cases run Debian 12's dkms 3.0 (tests/run.sh) and Debian 13's
+# dkms 3.2 (tests/release/lane.sh): on 13 the kernel's modules are .ko.xz
+# and dkms 3.2 installs its own compressed as well (it follows the
+# modules installed for that kernel: the case's install tree holds one),
+# and the shipped post_transaction runs the check after each install.
+# The check's own cases (dkms-check-*) need no dkms run.
 
 load ../common
 load dkms
 
-setup_file() { dkms_file_setup; }
+setup_file() {
+	dkms_file_setup || return 1
+	EXT=$(module_ext)
+	DKMS_VER=$(dkms --version | sed 's/^dkms-//')
+	export EXT DKMS_VER
+}
+
+# The suffix the kernel's own modules are installed with, from its
+# CONFIG_MODULE_COMPRESS_* (Debian 12: none; 13: .xz).
+module_ext() {
+	case $(grep '^CONFIG_MODULE_COMPRESS_[A-Z]*=y' "/usr/src/linux-headers-$KVER/.config") in
+	*_XZ=y) echo .xz ;;
+	*_ZSTD=y) echo .zst ;;
+	*_GZIP=y) echo .gz ;;
+	esac
+}
+
+# pack FILE: FILE on stdout as dkms 3.2.2 compresses it for $EXT (its
+# compress_*_opts defaults), or as it is.
+pack() {
+	case $EXT in
+	.xz) xz --check=crc32 --lzma2=dict=1MiB -c "$1" ;;
+	.zst) zstd -q -T0 -c "$1" ;;
+	.gz) gzip -c "$1" ;;
+	*) cat "$1" ;;
+	esac
+}
+
+# unpack FILE: its content, by the tool its name says, on stdout.
+unpack() {
+	case $1 in
+	*.xz) xz -dc "$1" ;;
+	*.zst) zstd -dcq "$1" ;;
+	*.gz) gzip -dc "$1" ;;
+	*) cat "$1" ;;
+	esac
+}
+
+# dkms 3.2 or later: post_transaction runs (3.0 has none).
+dkms32() { [ "$(printf '3.2\n%s\n' "$DKMS_VER" | sort -V | head -n1)" = 3.2 ]; }
 
 setup() {
 	case_setup
 	make_pem_key "$T/rsa.pem" rsa:2048 "dkms test key"
 	mkdir -p src "modules/$KVER" etc-dkms/framework.conf.d home/.config/modsign
 	cp -a "$SRC" src/
+	# The shipped snippet with the case's client, certificate and check
+	# (its post_transaction line otherwise as shipped).
 	sed -e "s|^sign_file=.*|sign_file=$C|" \
 	    -e "s|/var/lib/dkms/modsign.der|$T/modsign.der|" \
+	    -e "s|^post_transaction=\"|post_transaction=\"PATH=$B:\\\$PATH |" \
+	    -e "s|/etc/kernel/postinst.d/zz-modsign-dkms-check|$REPO/dkms/zz-modsign-dkms-check|" \
 		"$REPO/dkms/modsign.conf" >etc-dkms/framework.conf.d/modsign.conf
 	echo "server = unix:$T/sock" >home/.config/modsign/client.conf
-	MOD=$T/modules/$KVER/updates/dkms/$PKG.ko
+	# The install tree as the kernel's packages make it: the headers'
+	# build link (where dkms 3.2 looks for them: $install_tree/VERSION;
+	# 3.0 in /lib/modules), and the kernel's own modules as its
+	# linux-image installs them (one stands for all): dkms 3.2
+	# compresses its modules like them.
+	ln -s "/lib/modules/$KVER/build" "modules/$KVER/build"
+	if [ -n "$EXT" ]; then
+		mkdir -p "modules/$KVER/kernel"
+		pack "$(real_modules 1)" >"modules/$KVER/kernel/installed.ko$EXT"
+	fi
+	MOD=$T/modules/$KVER/updates/dkms/$PKG.ko$EXT
+	DKMSD=$T/modules/$KVER/updates/dkms
 }
 
 teardown() { case_teardown; }
@@ -44,6 +105,35 @@ enrol_cert() {
 	MODSIGN_SERVER=unix:$T/sock "$C" cert --key dkms --der >"$T/modsign.der"
 }
 
+# no_key_made: DKMS made no key (a file named after the pkcs11: URI) and
+# left the certificate (sha $1) alone.
+no_key_made() {
+	assert_equal "$(sha "$T/modsign.der")" "$1"
+	run find "$T" -name 'pkcs11:*'
+	assert_output ""
+}
+
+# post_transaction_said OK|FAIL: on dkms 3.2, the shipped post_transaction
+# ran the check after the install: "done", or "bad exit status: 1" with
+# the check's lines in its log (dkms exits 0 either way).  Nothing on 3.0.
+post_transaction_said() {
+	dkms32 || return 0
+	run cat "$T/dkms.out"
+	assert_output --partial "Executing post-transaction command..."
+	if [ "$1" = OK ]; then
+		assert_output --regexp "Executing post-transaction command\.*\.* done\."
+		run cat "$T/dkms/post_transaction.log"
+		assert_output --partial "$MOD: OK (sha256)"
+		assert_output --partial "# exit code: 0"
+	else
+		assert_output --partial "(bad exit status: 1)"
+		run cat "$T/dkms/post_transaction.log"
+		assert_output --partial "modsign-client: $MOD: not signed"
+		assert_output --partial "zz-modsign-dkms-check: kernel $KVER: the DKMS modules above are not signed"
+		assert_output --partial "# exit code: 1"
+	fi
+}
+
 @test "dkms-signs-byte-identical-to-sign-file" {
 	start_daemon "$T/sock" --key "dkms=$T/rsa.pem"
 	enrol_cert
@@ -55,15 +145,18 @@ enrol_cert() {
 	assert_output --partial "Signing key: pkcs11:object=dkms"
 	refute_output --partial "modsign-client:"
 	refute_output --partial "generating self signed certificate"
-	# DKMS made no key and left the certificate alone.
-	assert_equal "$(sha modsign.der)" "$before"
-	run find "$T" -name 'pkcs11:*'
-	assert_output ""
+	refute_output --partial "Failed to sign"
+	no_key_made "$before"
 	assert_equal "$(modinfo -F signer "$MOD")" "dkms test key"
-	# The kernel's own sign-file, same key, over the same unsigned bytes.
-	split_module "$MOD" ref.ko ref.sig
+	# The kernel's own sign-file, same key, over the same unsigned bytes;
+	# compressed as dkms compresses, the very file installed.
+	unpack "$MOD" >got.ko
+	split_module got.ko ref.ko ref.sig
 	ref sha256 rsa.pem rsa.pem.crt ref.ko
-	cmp ref.ko "$MOD"
+	cmp ref.ko got.ko
+	pack ref.ko >ref.out
+	cmp ref.out "$MOD"
+	post_transaction_said OK
 	run dkms_check
 	assert_success
 	assert_output "$MOD: OK (sha256)"
@@ -72,19 +165,29 @@ enrol_cert() {
 @test "dkms-daemon-down-unsigned-and-said" {
 	# The certificate is there (enrolled earlier); the daemon is not.
 	openssl x509 -in rsa.pem.crt -outform DER -out modsign.der
+	before=$(sha modsign.der)
 	run dkms_install
 	cat dkms.out
-	# dkms 3.0 ignores its signer's status: the build "succeeds".
+	# Neither dkms fails on its signer: 3.0 ignores its status, 3.2 warns.
 	assert_success
 	run cat dkms.out
 	assert_output --partial "modsign-client: $T/dkms/$PKG/$VER/build/$PKG.ko: not signed: cannot connect to modsignd at unix:$T/sock: "
-	# Installed unsigned, not signed with another key; the check says so.
+	if dkms32; then
+		assert_output --partial "Warning: Failed to sign module '$T/dkms/$PKG/$VER/build/$PKG.ko'!"
+	fi
+	# Installed unsigned, not signed with another key (none made); the
+	# check says so, after dkms 3.2's install as well.
 	[ -f "$MOD" ]
-	assert_equal "$(modinfo -F signer "$MOD")" ""
+	no_key_made "$before"
+	unpack "$MOD" >got.ko
+	run split_module got.ko x y
+	assert_failure
+	post_transaction_said FAIL
 	run dkms_check
 	assert_failure
 	assert_output --partial "modsign-client: $MOD: not signed"
 	assert_output --partial "zz-modsign-dkms-check: kernel $KVER: the DKMS modules above are not signed"
+	assert_output --partial "modsign-client sign --key NAME --cert $T/modsign.der $MOD"
 }
 
 @test "dkms-key-not-granted-refused" {
@@ -92,11 +195,17 @@ enrol_cert() {
 	start_daemon "$T/sock" --key "dkms=$T/rsa.pem" --key other=ephemeral:rsa2048 \
 		--allow uid:0=other
 	openssl x509 -in rsa.pem.crt -outform DER -out modsign.der
+	before=$(sha modsign.der)
 	run dkms_install
 	cat dkms.out
+	assert_success
 	run cat dkms.out
 	assert_output --partial "modsign-client: $T/dkms/$PKG/$VER/build/$PKG.ko: modsignd refused: permission denied: key dkms is not granted to uid:0"
-	assert_equal "$(modinfo -F signer "$MOD")" ""
+	no_key_made "$before"
+	unpack "$MOD" >got.ko
+	run split_module got.ko x y
+	assert_failure
+	post_transaction_said FAIL
 	run dkms_check
 	assert_failure
 	assert_output --partial "$MOD: not signed"
@@ -155,4 +264,108 @@ enrol_cert() {
 	run "$C" sha1 pkcs11:object=dkms rsa.pem.crt m.ko
 	assert_failure 2
 	assert_output --partial "unknown command 'sha1'"
+}
+
+# ---- the check alone (dkms/zz-modsign-dkms-check), on a tree made here ----
+
+# put_module NAME [signed]: a real module at $DKMSD/NAME (compressed for
+# its suffix), unsigned or signed with the case's key "dkms".
+put_module() {
+	local plain=${1%.ko*}.ko
+	mkdir -p "$DKMSD"
+	cp "$(real_modules 1)" "$T/$plain.tmp"
+	"$C" strip "$T/$plain.tmp"
+	[ "${2:-}" != signed ] || MODSIGN_SERVER=unix:$T/sock "$C" sign --key dkms "$T/$plain.tmp"
+	EXT=${1#"$plain"} pack "$T/$plain.tmp" >"$DKMSD/$1"
+	rm "$T/$plain.tmp"
+}
+
+@test "dkms-check-follows-symlinked-modules" {
+	# dkms 3.0's symlink_modules installs links to DKMS's tree: modprobe
+	# follows them, so does the check.
+	start_daemon "$T/sock" --key "dkms=$T/rsa.pem"
+	enrol_cert
+	put_module s.ko signed
+	put_module u.ko
+	mkdir store
+	mv "$DKMSD/s.ko" "$DKMSD/u.ko" store/
+	ln -s "$T/store/s.ko" "$DKMSD/s.ko"
+	run dkms_check
+	assert_success
+	assert_output "$DKMSD/s.ko: OK (sha256)"
+	# Twin: a link to an unsigned module is named, and the hint signs
+	# the file it leads to.
+	ln -s ../../../../store/u.ko "$DKMSD/u.ko"
+	run dkms_check
+	assert_failure
+	assert_output --partial "modsign-client: $DKMSD/u.ko: not signed"
+	assert_output --partial "--cert $T/modsign.der $T/store/u.ko"
+	refute_output --partial "$DKMSD/s.ko: not signed"
+}
+
+@test "dkms-check-takes-no-backup-name" {
+	start_daemon "$T/sock" --key "dkms=$T/rsa.pem"
+	enrol_cert
+	put_module m.ko signed
+	# Not modules modprobe loads: a backup, an editor's, a signature.
+	put_module m.ko.orig
+	put_module m.ko.bak
+	echo not-a-module >"$DKMSD/m.ko.p7s"
+	run dkms_check
+	assert_success
+	assert_output "$DKMSD/m.ko: OK (sha256)"
+	# Twin: an unsigned module under a kernel module name is taken.
+	put_module n.ko.xz
+	run dkms_check
+	assert_failure
+	assert_output --partial "modsign-client: $DKMSD/n.ko.xz: not signed"
+	refute_output --partial "m.ko.orig"
+}
+
+@test "dkms-check-hint-signs-compressed-modules" {
+	start_daemon "$T/sock" --key "dkms=$T/rsa.pem"
+	enrol_cert
+	put_module a.ko.xz
+	put_module b.ko.zst
+	put_module c.ko.gz
+	put_module d.ko
+	run dkms_check
+	assert_failure
+	hint=${lines[-1]}
+	assert_equal "$hint" \
+		"modsign-client sign --key NAME --cert $T/modsign.der $DKMSD/a.ko.xz $DKMSD/b.ko.zst $DKMSD/c.ko.gz $DKMSD/d.ko"
+	# What it says to run, with the key's name, signs them all where
+	# they lie; the check then passes.
+	MODSIGN_SERVER=unix:$T/sock PATH=$B:$PATH sh -c "${hint/NAME/dkms}"
+	run dkms_check
+	assert_success
+	assert_equal "$(grep -c ': OK (sha256)$' <<<"$output")" 4
+	# Twin: the same modules signed by another key fail again.
+	start_daemon "$T/sock2" --key dkms=ephemeral:rsa2048
+	MODSIGN_SERVER=unix:$T/sock2 "$C" sign --key dkms "$DKMSD/a.ko.xz"
+	run dkms_check
+	assert_failure
+	assert_output --partial "$DKMSD/a.ko.xz: signed by a different key"
+	assert_equal "${lines[-1]}" \
+		"modsign-client sign --key NAME --cert $T/modsign.der $DKMSD/a.ko.xz"
+}
+
+@test "dkms-resign-after-key-change-as-readme" {
+	# Installed, signed by the old key; the daemon now has a new one.
+	start_daemon "$T/sock" --key dkms=ephemeral:rsa2048
+	put_module a.ko.xz signed
+	put_module b.ko signed
+	start_daemon "$T/sock2" --key "dkms=$T/rsa.pem"
+	MODSIGN_SERVER=unix:$T/sock2 "$C" cert --key dkms --der >modsign.der
+	run dkms_check
+	assert_failure
+	assert_output --partial "$DKMSD/a.ko.xz: signed by a different key"
+	assert_output --partial "$DKMSD/b.ko: signed by a different key"
+	# The README's re-signing, then the check passes.
+	MODSIGN_SERVER=unix:$T/sock2 "$C" sign --key dkms --cert "$T/modsign.der" \
+		--recursive "$DKMSD"
+	run dkms_check
+	assert_success
+	assert_equal "$(grep -c ': OK (sha256)$' <<<"$output")" 2
+	assert_equal "$(modinfo -F signer "$DKMSD/a.ko.xz")" "dkms test key"
 }

@@ -5,7 +5,9 @@
 # suites whose outcome depends on what the release ships.  Prints the
 # suites' lines as "PASS RELEASE/SUITE: name" (the rest as the suite
 # printed it) and each suite's time; exits non-zero on any failure.
-#   tests/release/lane.sh RELEASE
+#   tests/release/lane.sh RELEASE [SUITE...]
+# SUITEs (names from the list below, "unit" for the unit tests) run only
+# those, after the build and the fixtures: for working on one of them.
 #
 # The suites, and the release-dependent thing each one exercises:
 #   unit tests          the compiler, OpenSSL's and json-c's API and ABI
@@ -21,22 +23,36 @@
 #   make-demo           the README's first command, on that release
 #   mldsa               OpenSSL 3.5's ML-DSA keys, mu signing and CMS
 #                       (issue 31; on Debian 12 only its refusal case runs)
+#   compressed          liblzma, libzstd, zlib and kmod; the release's
+#                       real installed /usr/lib/modules/VERSION (.ko.xz)
+#                       verified with --recursive against Debian's key
+#   dkms                dkms 3.2 on the release's headers: sign_file,
+#                       .ko.xz installs, post_transaction (issue 33)
 # The other suites (attack-*, concurrency, faults, load, tlog, ...) test the
 # daemon's own logic on the same libraries; they run on this machine's
 # release in tests/run.sh, and would cost make check minutes here for
 # little that differs.
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
-release=${1:?usage: tests/release/lane.sh RELEASE}
-suites=(basic identity sign-file-detached hsm tls systemd errors make-demo mldsa)
+release=${1:?usage: tests/release/lane.sh RELEASE [SUITE...]}
+shift
+all=(unit basic identity sign-file-detached hsm tls systemd errors make-demo mldsa
+	compressed dkms)
 
-if [ "${2:-}" != --inside ]; then
+if [ "${1:-}" != --inside ]; then
+	for s; do
+		[[ " ${all[*]} " == *" $s "* ]] ||
+			{ echo "lane: no suite '$s' (${all[*]})" >&2; exit 2; }
+	done
 	start=$SECONDS
-	"$REPO/tests/release/chroot.sh" "$release" tests/release/lane.sh "$release" --inside
+	"$REPO/tests/release/chroot.sh" "$release" tests/release/lane.sh "$release" --inside "$@"
 	rc=$?
 	echo "   ($release lane: $((SECONDS - start)) s)"
 	exit "$rc"
 fi
+shift
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=("${all[@]}")
 
 # Inside the root, in /src.  identity on 50 modules, not 300: what differs
 # between releases is sign-file and OpenSSL, the same on every module.
@@ -74,18 +90,24 @@ if ! tests/fixtures.sh >"$log" 2>&1; then
 fi
 echo "   (fixtures: $((SECONDS - start)) s)"
 
-start=$SECONDS
-for t in build/tests/test-*; do
-	[[ $t != *.d ]] && [ -x "$t" ] || continue
-	"$t" >"$log" 2>&1
-	report "$(basename "$t")" $?
-done
-echo "   (unit tests: $((SECONDS - start)) s)"
+# unit_tests: every unit test binary, each reported as a suite.
+unit_tests() {
+	local t
+	for t in build/tests/test-*; do
+		[[ $t != *.d ]] && [ -x "$t" ] || continue
+		"$t" >"$log" 2>&1
+		report "$(basename "$t")" $?
+	done
+}
 
 for s in "${suites[@]}"; do
 	start=$SECONDS
-	tests/bats-lines "tests/integration/$s.bats" >"$log" 2>&1
-	report "$s" $?
+	if [ "$s" = unit ]; then
+		unit_tests
+	else
+		tests/bats-lines "tests/integration/$s.bats" >"$log" 2>&1
+		report "$s" $?
+	fi
 	echo "   ($s: $((SECONDS - start)) s)"
 done
 rm -f "$log"
