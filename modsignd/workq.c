@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "workq.h"
@@ -17,10 +18,14 @@
  * window), each a context switch into caches the signing had emptied:
  * with RSA-4096 the loop and the client spent 0.7 ms of CPU per module,
  * 15% of a signature (docs/PERFORMANCE.md, "Where the batch's time
- * goes").  A job waits for at most this many others, and never when none
- * is queued behind it: the last one always wakes the loop.
+ * goes").  A finished job waits for at most this many others, never when
+ * none is queued behind it (the last one always wakes the loop), and no
+ * longer than WORKQ_HOLD_US unless a slow signature is under way then: a
+ * token that takes a second a signature delays a reply by one more
+ * signature at most, far below a pool client's stall timeout (10 s).
  */
 #define WORKQ_WAKE_JOBS 16
+#define WORKQ_HOLD_US 20000
 
 struct workq {
 	pthread_mutex_t lock;
@@ -28,6 +33,7 @@ struct workq {
 	struct job *todo, **todo_tail;
 	struct job *done, **done_tail;
 	unsigned n_done; /* in done, not yet said on efd */
+	uint64_t held_since_us; /* when the first of those was done */
 	bool stop;
 	int efd;
 	unsigned n;
@@ -49,6 +55,24 @@ static void job_run(struct job *j)
 				   &j->der_len) :
 		       key_sign(j->key, j->md, j->digest, j->digest_len, j->use_keyid, &j->der,
 				&j->der_len);
+}
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Under q->lock, @j just done: whether the loop is to be woken now. */
+static bool wake_now(struct workq *q)
+{
+	uint64_t now = mono_us();
+
+	if (q->n_done++ == 0)
+		q->held_since_us = now;
+	return q->n_done >= WORKQ_WAKE_JOBS || !q->todo || now - q->held_since_us >= WORKQ_HOLD_US;
 }
 
 static void *worker(void *arg)
@@ -76,10 +100,10 @@ static void *worker(void *arg)
 		j->next = NULL;
 		*q->done_tail = j;
 		q->done_tail = &j->next;
-		/* With jobs still queued, one of them (or the count) wakes
-		 * the loop for this one too. An eventfd write cannot block or
-		 * fail short of overflow. */
-		if (++q->n_done >= WORKQ_WAKE_JOBS || !q->todo) {
+		/* Else one of the jobs still queued wakes the loop for this
+		 * one too.  An eventfd write cannot block or fail short of
+		 * overflow. */
+		if (wake_now(q)) {
 			q->n_done = 0;
 			(void)!write(q->efd, &one, sizeof(one));
 		}

@@ -276,8 +276,11 @@ echo "A/B: $N modules, $ROUNDS rounds, variants alternated; the limit is the hig
 echo "\`openssl speed -seconds 2 -multi $NPROC\` just before and just after each round's batches."
 echo "Load average at the end: $(load)."
 echo
-echo "| key | variant | modules/s, median | limit, median | ratio | CPU ms/module: client / loop / signing threads (medians) | every round, modules/s |"
-echo "|---|---|---|---|---|---|---|"
+# The signing threads' share of the CPU that the batch took: its ratio to
+# openssl speed where the CPUs are the bottleneck and the signature costs
+# what openssl speed's does; the figure that the machine's load moves least.
+echo "| key | variant | modules/s, median | limit, median | ratio | CPU ms/module: client / loop / signing threads (medians) | signing's share of the CPU | every round, modules/s |"
+echo "|---|---|---|---|---|---|---|---|"
 for k in $KEYS; do
 	lim=$(tr ' ' '\n' <<<"${SP[$k]}" | grep . | median)
 	for name in "${NAMES[@]}"; do
@@ -285,6 +288,6 @@ for k in $KEYS; do
 		c=$(tr ' ' '\n' <<<"${CC[$name.$k]}" | grep . | median)
 		l=$(tr ' ' '\n' <<<"${LL[$name.$k]}" | grep . | median)
 		s=$(tr ' ' '\n' <<<"${SS[$name.$k]}" | grep . | median)
-		echo "| $k | $name | $m | $lim | $(calc %.2f "$m / $lim") | $c / $l / $s | ${R[$name.$k]}|"
+		echo "| $k | $name | $m | $lim | $(calc %.2f "$m / $lim") | $c / $l / $s | $(calc %.2f "$s / ($c + $l + $s)") | ${R[$name.$k]}|"
 	done
 done
