@@ -128,8 +128,6 @@ $(B)/tests/test-rpc: $(B)/obj/modsign-client/rpc.o $(B)/obj/modsign-client/conn.
 $(B)/tests/test-batch: $(filter-out $(B)/obj/modsign-client/main.o,$(CLIENT_OBJ))
 # request.o's reply builders describe keys: the keystore comes whole.
 $(B)/tests/test-request: $(filter-out $(B)/obj/modsignd/main.o,$(DAEMON_OBJ))
-# workq.o with a fake key backend: key_sign() from the keystore.
-$(B)/tests/test-workq: $(filter-out $(B)/obj/modsignd/main.o,$(DAEMON_OBJ))
 
 unit: $(UNIT_BIN)
 

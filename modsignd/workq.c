@@ -4,36 +4,18 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "workq.h"
 
 #define WORKQ_MAX_THREADS 256
 #define WORKQ_STACK_SIZE (1024u * 1024)
-/*
- * Finished jobs that wake the loop together while more are queued.  A
- * wake per job cost a batch three per module (the loop for the job, the
- * client for its reply, the loop again for the request that refills the
- * window), each a context switch into caches the signing had emptied:
- * with RSA-4096 the loop and the client spent 0.7 ms of CPU per module,
- * 15% of a signature (docs/PERFORMANCE.md, "Where the batch's time
- * goes").  A finished job waits for at most this many others, never when
- * none is queued behind it (the last one always wakes the loop), and no
- * longer than WORKQ_HOLD_US unless a slow signature is under way then: a
- * token that takes a second a signature delays a reply by one more
- * signature at most, far below a pool client's stall timeout (10 s).
- */
-#define WORKQ_WAKE_JOBS 16
-#define WORKQ_HOLD_US 20000
 
 struct workq {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct job *todo, **todo_tail;
 	struct job *done, **done_tail;
-	unsigned n_done; /* in done, not yet said on efd */
-	uint64_t held_since_us; /* when the first of those was done */
 	bool stop;
 	int efd;
 	unsigned n;
@@ -55,24 +37,6 @@ static void job_run(struct job *j)
 				   &j->der_len) :
 		       key_sign(j->key, j->md, j->digest, j->digest_len, j->use_keyid, &j->der,
 				&j->der_len);
-}
-
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-/* Under q->lock, @j just done: whether the loop is to be woken now. */
-static bool wake_now(struct workq *q)
-{
-	uint64_t now = mono_us();
-
-	if (q->n_done++ == 0)
-		q->held_since_us = now;
-	return q->n_done >= WORKQ_WAKE_JOBS || !q->todo || now - q->held_since_us >= WORKQ_HOLD_US;
 }
 
 static void *worker(void *arg)
@@ -100,13 +64,8 @@ static void *worker(void *arg)
 		j->next = NULL;
 		*q->done_tail = j;
 		q->done_tail = &j->next;
-		/* Else one of the jobs still queued wakes the loop for this
-		 * one too.  An eventfd write cannot block or fail short of
-		 * overflow. */
-		if (wake_now(q)) {
-			q->n_done = 0;
-			(void)!write(q->efd, &one, sizeof(one));
-		}
+		/* An eventfd write cannot block or fail short of overflow. */
+		(void)!write(q->efd, &one, sizeof(one));
 	}
 	pthread_mutex_unlock(&q->lock);
 	return NULL;
@@ -184,7 +143,6 @@ struct job *workq_take_done(struct workq *q)
 	list = q->done;
 	q->done = NULL;
 	q->done_tail = &q->done;
-	q->n_done = 0;
 	pthread_mutex_unlock(&q->lock);
 	return list;
 }
