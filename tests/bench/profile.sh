@@ -120,6 +120,7 @@ all_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ n += $1 } END { printf "%.0f
 batch() {
 	local name=$1 key=$2 perf=${3:-} bin=${VBIN[$1]} dpid=${VDPID[$1]} s e l0 l1 a0 a1 files pp=
 	local pre=()
+	# shellcheck disable=SC2054 # dwarf,8192 is one argument
 	[ -z "$perf" ] || pre=(perf record -q -F "$FREQ" --call-graph dwarf,8192 -o "$perf.client.data")
 	rm -rf "$W/run"
 	cp -a "$W/stripped" "$W/run"
