@@ -21,6 +21,9 @@
 #   make-demo           the README's first command, on that release
 #   mldsa               OpenSSL 3.5's ML-DSA keys, mu signing and CMS
 #                       (issue 31; on Debian 12 only its refusal case runs)
+#   pkcs11-module       modsign-pkcs11.so under that release's p11-kit,
+#                       libp11 engine and pkcs11-provider (Debian 13 has
+#                       it; sign-file's pkcs11: keys through it)
 # The other suites (attack-*, concurrency, faults, load, tlog, ...) test the
 # daemon's own logic on the same libraries; they run on this machine's
 # release in tests/run.sh, and would cost make check minutes here for
@@ -28,7 +31,8 @@
 set -uo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 release=${1:?usage: tests/release/lane.sh RELEASE}
-suites=(basic identity sign-file-detached hsm tls systemd errors make-demo mldsa)
+suites=(basic identity sign-file-detached hsm tls systemd errors make-demo mldsa
+	pkcs11-module)
 
 if [ "${2:-}" != --inside ]; then
 	start=$SECONDS
