@@ -3,8 +3,8 @@
 # Debian 12 or 13 (the names below are the same on both: unversioned
 # clang, libclang-rt-dev).  Idempotent and quiet when everything is there.
 #   tests/install-deps.sh [GROUP...]   default: every group
-# The Debian 13 lane (tests/release/) installs "build test deb dkms" in its
-# root.
+# The Debian 13 lane (tests/release/) installs "build test deb dkms kbuild
+# provider" in its root.
 set -euo pipefail
 
 declare -A group=(
@@ -23,7 +23,14 @@ declare -A group=(
 		bats bats-assert bats-support strace jq"
 	[fuzz]="clang libclang-rt-dev valgrind"
 	# ovmf: UEFI with Secure Boot and its snakeoil keys (pkcs11-consumers.bats).
-	[qemu]="qemu-system-x86 busybox-static bc flex bison libelf-dev cpio dwarves ovmf"
+	[qemu]="qemu-system-x86 busybox-static ovmf"
+	# What a kernel tree needs to build (tests/qemu; the Debian 13 root
+	# builds the unpatched 6.12 of tests/qemu/pkcs11.sh with it).
+	[kbuild]="bc flex bison libelf-dev cpio dwarves"
+	# OpenSSL's pkcs11 provider (sign-file's pkcs11: keys): Debian 13
+	# only, for its root (tests/release/root.sh); on Debian 12 the suites
+	# fetch bookworm-backports' into the cache, so no default group.
+	[provider]="pkcs11-provider"
 	[go]="golang-go golang-golang-x-mod-dev"   # tests/tlog-go
 	[deb]="debhelper dpkg-dev lintian"
 	[vm]="mmdebstrap qemu-utils e2fsprogs"     # tests/vm
@@ -34,7 +41,7 @@ declare -A group=(
 	[dkms]="dkms linux-headers-amd64"
 )
 groups=("$@")
-[ ${#groups[@]} -gt 0 ] || groups=(build test fuzz qemu go deb vm dkms)
+[ ${#groups[@]} -gt 0 ] || groups=(build test fuzz qemu kbuild go deb vm dkms)
 
 pkgs=()
 for g in "${groups[@]}"; do

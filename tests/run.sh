@@ -52,6 +52,8 @@ if [ -z "${MODSIGN_SKIP_QEMU:-}" ]; then
 	done
 	# The two ML-DSA variants of 7.3 (issue 31), one suite.
 	kernels+=("qemu-7.3-mldsa $REPO/tests/qemu/mldsa.sh")
+	# An unpatched 6.12 signing through modsign-pkcs11.so (issue 32).
+	kernels+=("qemu-6.12-pkcs11 $REPO/tests/qemu/pkcs11.sh")
 fi
 
 # Where the last run's suite times are kept: the queue's order.

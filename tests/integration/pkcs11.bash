@@ -8,16 +8,19 @@ P11=${P11:-$B/modsign-pkcs11.so}
 # hexid NAME: the CKA_ID of key NAME as pkcs11-tool's --id takes it.
 hexid() { printf %s "$1" | od -An -tx1 | tr -d ' \n'; }
 
-# OpenSSL's pkcs11-provider: bookworm's sign-file (6.1) loads it for a
-# pkcs11: key.  Debian 12 has it only in bookworm-backports: the package
-# is fetched once into the cache with a private apt configuration
-# (tests/cache.sh), never installed; OPENSSL_MODULES points at it.
+# OpenSSL's pkcs11-provider: the kernel's sign-file loads it for a
+# pkcs11: key.  The system's when there is one (Debian 13's package, in
+# the lane's root: tests/install-deps.sh's provider group); Debian 12 has
+# it only in bookworm-backports: the package is fetched once into the
+# cache with a private apt configuration (tests/cache.sh), never
+# installed.  OPENSSL_MODULES points at the one used.
 # provider_dir: the directory of its pkcs11.so.
 provider_dir() {
 	local d
 	. "$REPO/tests/cache.sh"
-	if [ -e /usr/lib/x86_64-linux-gnu/ossl-modules/pkcs11.so ]; then
-		echo /usr/lib/x86_64-linux-gnu/ossl-modules
+	d=$(openssl version -m | sed -n 's/^MODULESDIR: "\(.*\)"$/\1/p')
+	if [ -e "$d/pkcs11.so" ]; then
+		echo "$d"
 		return
 	fi
 	d=$(cache_dir pkcs11-provider "$(echo bookworm-backports pkcs11-provider | cache_key)")

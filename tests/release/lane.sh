@@ -28,6 +28,9 @@
 #                       verified with --recursive against Debian's key
 #   dkms                dkms 3.2 on the release's headers: sign_file,
 #                       .ko.xz installs, post_transaction (issue 33)
+#   pkcs11-module       modsign-pkcs11.so under that release's p11-kit,
+#                       libp11 engine and pkcs11-provider (Debian 13 has
+#                       it; sign-file's pkcs11: keys through it)
 # The other suites (attack-*, concurrency, faults, load, tlog, ...) test the
 # daemon's own logic on the same libraries; they run on this machine's
 # release in tests/run.sh, and would cost make check minutes here for
@@ -37,7 +40,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 release=${1:?usage: tests/release/lane.sh RELEASE [SUITE...]}
 shift
 all=(unit basic identity sign-file-detached hsm tls systemd errors make-demo mldsa
-	compressed dkms)
+	compressed dkms pkcs11-module)
 
 if [ "${1:-}" != --inside ]; then
 	for s; do

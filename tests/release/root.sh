@@ -5,7 +5,7 @@
 # below.  Kept in the cache outside the clone (tests/cache.sh), keyed by
 # the release, this script, install-deps.sh and the mirror; prints its
 # directory.  Never touches this machine's apt sources.
-#   tests/release/root.sh RELEASE [GROUP...]   (default groups: build test deb dkms)
+#   tests/release/root.sh RELEASE [GROUP...]   (default groups: build test deb dkms kbuild provider)
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO/tests/cache.sh"
@@ -13,7 +13,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 release=$1
 shift
 groups=("${@:-build}")
-[ $# -gt 0 ] || groups=(build test deb dkms)
+[ $# -gt 0 ] || groups=(build test deb dkms kbuild provider)
 
 key=$({ echo "$release ${groups[*]}"; cat "$0" "$REPO/tests/install-deps.sh"
 	debian_mirrors "$release"; } | cache_key)
