@@ -19,6 +19,19 @@
 #                          with and without --transparency-log), whose
 #                          section replaces the one in BENCH_OUT
 #   BENCH_TLOG_ROUNDS=N    rounds of that comparison (default 3)
+#   BENCH_MLDSA_ONLY=1     only the ML-DSA batch against openssl speed, in
+#                          the Debian 13 root (tests/bench/mldsa.sh)
+#   BENCH_MLDSA_MODULES=N, BENCH_MLDSA_ROUNDS=N, BENCH_MLDSA_SECONDS=N
+#                          its size (all modules, 1 round, openssl speed -seconds 3)
+#   BENCH_PKCS11_ONLY=1    only the PKCS#11 module path: the kernel's
+#                          sign-file through pkcs11-provider and
+#                          modsign-pkcs11.so (tests/bench/modpath.sh)
+#   BENCH_PKCS11_MODULES=N its size (default 500)
+#   BENCH_PERCALL_ONLY=1   only one call of the per-module path: time and
+#                          page faults (tests/bench/modpath.sh)
+#   BENCH_PERCALL_REPS=N   calls of each program (default 100)
+# Each *_ONLY section replaces its namesake in BENCH_OUT (or is added at
+# its end); the other sections are kept as they are.
 #
 # Every signing run is verified with modsign-client verify --cert; a
 # failure anywhere stops the bench with a non-zero exit and no report.
@@ -32,6 +45,7 @@ SF=$B/fixtures/sign-file
 OUT=${BENCH_OUT:-$REPO/docs/PERFORMANCE.md}
 . "$REPO/tests/helpers.sh" # modsignd_start
 . "$REPO/tests/bench/kbuild.sh" # the kbuild view
+. "$REPO/tests/bench/modpath.sh" # the PKCS#11 module path, one call's cost
 NMOD=${BENCH_MODULES:-0}
 SWEEP_N=${BENCH_SWEEP_MODULES:-1000}
 PERPROC_N=${BENCH_PERPROC_MODULES:-0}
@@ -516,10 +530,39 @@ tlog_only() {
 	log "wrote the transparency log section of $OUT"
 }
 
+# put_section FILE: FILE's section (its first line "## TITLE...") in place
+# of the one of BENCH_OUT whose heading starts alike, or at its end; the
+# other sections are kept as they are.
+put_section() {
+	local head f=$W/report.md
+	head=$(head -n 1 "$1")
+	[ -f "$OUT" ] || die "no $OUT to put the section in"
+	awk -v sec="$1" -v head="$head" '
+		function emit(l) { while ((getline l < sec) > 0) print l; done = 1 }
+		/^## / { if (skip && !done) { emit(); print "" } skip = (index($0, head) == 1) }
+		!skip
+		END { if (skip && !done) emit(); else if (!done) { print ""; emit() } }' "$OUT" >"$f"
+	cp "$f" "$OUT.tmp" && mv "$OUT.tmp" "$OUT"
+	log "wrote \"${head#\#\# }\" in $OUT"
+}
+
+# ML-DSA batch against openssl speed (issue 31), in the Debian 13 root:
+# tests/bench/mldsa.sh there, on these stripped modules.
+mldsa_view() {
+	local n=${BENCH_MLDSA_MODULES:-$N}
+	rm -rf "$W/ml" && mkdir -p "$W/ml/mods"
+	head -n "$n" "$W/list" >"$W/ml/list"
+	(cd "$W/stripped" && xargs -a "$W/ml/list" cp --parents -t "$W/ml/mods")
+	log "ML-DSA in the Debian 13 root: $n modules"
+	RELEASE_OUT=$W/ml "$REPO/tests/release/chroot.sh" trixie tests/bench/mldsa.sh --inside \
+		"$n" "${BENCH_MLDSA_ROUNDS:-1}" "${BENCH_MLDSA_SECONDS:-3}" || die "ML-DSA in the Debian 13 root"
+	[ -s "$W/ml/mldsa.md" ] || die "tests/bench/mldsa.sh wrote no section"
+}
+
 # Where one `modsign-client sign-file` of a mid-sized module spends its time.
 breakdown() {
 	local reps=100 mod i s e
-	mod=$(cd "$W/stripped" && xargs -a "$W/list" ls -l | sort -n -k5 | awk '{a[NR]=$NF} END {print a[int(NR/2)+1]}')
+	mod=$(median_module)
 	BD_MOD=$(basename "$mod")
 	BD_SIZE=$(stat -c %s "$W/stripped/$mod")
 	rm -rf "$W/bd" && mkdir "$W/bd"
@@ -816,8 +859,10 @@ ratios within one run rather than the absolute rates between runs.
 EOF
 	# "One client or two" is written from tests/bench/client-variants.sh,
 	# "Replayed ClientHellos" from tests/bench/hello-flood.sh, "Sign
-	# window and group commit" by hand, not by this run: carry them over.
-	[ -f "$OUT" ] && awk '/^## / {on = /^## (One client or two|Replayed ClientHellos|Sign window and group commit)/; if (on) print ""} on' "$OUT" >>"$f"
+	# window and group commit" by hand, the ML-DSA, PKCS#11 module and
+	# one-call sections by their BENCH_*_ONLY runs, not by this run:
+	# carry them over.
+	[ -f "$OUT" ] && awk '/^## / {on = /^## (One client or two|Replayed ClientHellos|Sign window and group commit|ML-DSA|The PKCS#11 module path|One call of the per-module path)/; if (on) print ""} on' "$OUT" >>"$f"
 	mkdir -p "$(dirname "$OUT")"
 	cp "$f" "$OUT.tmp" && mv "$OUT.tmp" "$OUT"
 	log "wrote $OUT"
@@ -849,6 +894,17 @@ main() {
 	prepare_modules
 	if [ -n "${BENCH_TLOG_ONLY:-}" ]; then
 		tlog_only
+		log "done in $(calc %.0f "$(now) - $s0") s"
+		return
+	fi
+	if [ -n "${BENCH_MLDSA_ONLY:-}" ]; then
+		mldsa_view
+		put_section "$W/ml/mldsa.md"
+		log "done in $(calc %.0f "$(now) - $s0") s"
+		return
+	fi
+	if [ -n "${BENCH_PKCS11_ONLY:-}" ] || [ -n "${BENCH_PERCALL_ONLY:-}" ]; then
+		modpath_only
 		log "done in $(calc %.0f "$(now) - $s0") s"
 		return
 	fi
