@@ -122,12 +122,17 @@ EOF
 # first 20 calls (/usr/bin/time: a second pass, its own start not counted).
 declare -A PC
 percall() {
-	local name=$1 i s e
+	local name=$1 i s e c d0 d1
 	shift
-	s=$(now)
-	for i in $(seq 1 "$PC_REPS"); do "${@//@N@/$i}" >/dev/null 2>>"$W/pc.err" || die "one call: $name"; done
-	e=$(now)
+	s=$(now) d0=$(daemon_jiffies)
+	# CPU time of the calls: the subshell's reaped children (cutime +
+	# cstime), less sensitive to other work than the wall time.
+	c=$( (for i in $(seq 1 "$PC_REPS"); do "${@//@N@/$i}" >/dev/null 2>>"$W/pc.err" || exit 1; done
+		awk '{print $16 + $17}' "/proc/$BASHPID/stat")) || die "one call: $name"
+	e=$(now) d1=$(daemon_jiffies)
 	PC[$name.ms]=$(calc %.2f "1000 * ($e - $s) / $PC_REPS")
+	PC[$name.cpu]=$(per_module_ms "$c" "$PC_REPS")
+	PC[$name.dms]=$(per_module_ms "$d1 - $d0" "$PC_REPS")
 	: >"$W/pc.$name"
 	for i in $(seq 1 20); do
 		/usr/bin/time -a -o "$W/pc.$name" -f '%R %F %M' "${@//@N@/t$i}" >/dev/null 2>>"$W/pc.err" || die "one call: $name"
@@ -135,7 +140,7 @@ percall() {
 	PC[$name.minor]=$(median $(cut -d' ' -f1 "$W/pc.$name"))
 	PC[$name.major]=$(median $(cut -d' ' -f2 "$W/pc.$name"))
 	PC[$name.rss]=$(calc %.1f "$(median $(cut -d' ' -f3 "$W/pc.$name")) / 1024")
-	log "one call, $name: ${PC[$name.ms]} ms, ${PC[$name.minor]} minor and ${PC[$name.major]} major page faults"
+	log "one call, $name: ${PC[$name.ms]} ms, CPU ${PC[$name.cpu]} ms (daemon ${PC[$name.dms]} ms), ${PC[$name.minor]} minor and ${PC[$name.major]} major page faults"
 }
 
 percall_view() {
@@ -172,12 +177,14 @@ percall_report() { # LOAD-AT-START
 What one call costs on this machine, each program alone, one call after
 the other (no parallelism): \`$PC_MOD\` ($PC_SIZE bytes, the median size),
 RSA-4096, sha256. Time: the mean wall time of $PC_REPS calls (the shell's fork and
-exec included). Page faults and peak RSS: the median of 20 calls under
+exec included), and their mean CPU time (user + system of the calls, from
+the reaping shell's \`cutime\` + \`cstime\`; modsignd's, from its
+\`/proc/PID/stat\`, apart), which other work on the machine moves less. Page faults and peak RSS: the median of 20 calls under
 \`/usr/bin/time -f '%R %F %M'\` (minor: a page mapped without I/O, which on
 a virtual machine costs a trap to the host; major: read from the disk).
 
-| program | ms per call | minor page faults | major page faults | peak RSS, MiB |
-|---|---|---|---|---|
+| program | ms per call | CPU ms per call | of modsignd | minor page faults | major page faults | peak RSS, MiB |
+|---|---|---|---|---|---|---|
 EOF
 	for r in "empty|an empty statically linked program (\`-static-pie\`)" \
 		"version|\`modsign-client --version\`" \
@@ -186,14 +193,14 @@ EOF
 		"p11|kernel \`sign-file\`, \`pkcs11:\` key through pkcs11-provider and modsign-pkcs11.so"; do
 		n=${r%%|*}
 		[ -n "${PC[$n.ms]:-}" ] || continue
-		echo "| ${r#*|} | ${PC[$n.ms]} | ${PC[$n.minor]} | ${PC[$n.major]} | ${PC[$n.rss]} |"
+		echo "| ${r#*|} | ${PC[$n.ms]} | ${PC[$n.cpu]} | ${PC[$n.dms]} | ${PC[$n.minor]} | ${PC[$n.major]} | ${PC[$n.rss]} |"
 	done
 	cat <<EOF
 
-Beyond the empty program: \`modsign-client --version\` costs $(calc %.2f "${PC[version.ms]} - ${PC[empty.ms]}") ms and
+Beyond the empty program, in CPU time: \`modsign-client --version\` costs $(calc %.2f "${PC[version.cpu]} - ${PC[empty.cpu]}") ms and
 $(calc %d "${PC[version.minor]} - ${PC[empty.minor]}") minor faults more (dynamic loading, relocation, library
-start-up), the signing call $(calc %.2f "${PC[client.ms]} - ${PC[version.ms]}") ms and $(calc %d "${PC[client.minor]} - ${PC[version.minor]}") faults more than that;
-sign-file $(calc %.2f "${PC[signfile.ms]} - ${PC[empty.ms]}") ms and $(calc %d "${PC[signfile.minor]} - ${PC[empty.minor]}") faults beyond the empty program.
+start-up), the signing call $(calc %.2f "${PC[client.cpu]} - ${PC[version.cpu]}") ms and $(calc %d "${PC[client.minor]} - ${PC[version.minor]}") faults more than that (plus
+the daemon's ${PC[client.dms]} ms); sign-file with the key file $(calc %.2f "${PC[signfile.cpu]} - ${PC[empty.cpu]}") ms and $(calc %d "${PC[signfile.minor]} - ${PC[empty.minor]}") faults.
 The programs and libraries are in the page cache, hence no major faults.
 Load average ($NPROC CPUs) at the start of these calls: $1; at their end:
 $(cut -d' ' -f1-3 /proc/loadavg); the times move with it, the faults do not.
