@@ -39,9 +39,11 @@ declare -A group=(
 	# installs into its own); v4l2loopback-dkms's source is fetched into
 	# the cache, not installed (its postinst would build for every kernel).
 	[dkms]="dkms linux-headers-amd64"
+	# make bench (tests/bench/): /usr/bin/time for one call's page faults.
+	[bench]="time"
 )
 groups=("$@")
-[ ${#groups[@]} -gt 0 ] || groups=(build test fuzz qemu kbuild go deb vm dkms)
+[ ${#groups[@]} -gt 0 ] || groups=(build test fuzz qemu kbuild go deb vm dkms bench)
 
 pkgs=()
 for g in "${groups[@]}"; do

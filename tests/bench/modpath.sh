@@ -96,7 +96,8 @@ and \`modsign-client sign-file\`, in the same run, alternated, two runs
 each (the better counts); the output of the module path is byte for byte
 that of sign-file with the key file, and every run is verified.
 
-CPU per module: busy time of all CPUs (\`/proc/stat\`), ms.
+CPU per module: busy time of all CPUs (\`/proc/stat\`; other work on the machine
+included, so read it against the load below), ms.
 
 | key | how | modules/s | CPU per module | vs sign-file with the key file |
 |---|---|---|---|---|
@@ -146,7 +147,7 @@ percall() {
 percall_view() {
 	local mod i
 	PC_REPS=${BENCH_PERCALL_REPS:-100}
-	command -v /usr/bin/time >/dev/null || die "no /usr/bin/time (tests/install-deps.sh bench)"
+	[ -x /usr/bin/time ] || die "no /usr/bin/time (tests/install-deps.sh bench)"
 	mod=$(median_module)
 	PC_MOD=$(basename "$mod") PC_SIZE=$(stat -c %s "$W/stripped/$mod")
 	rm -rf "$W/pc" && mkdir "$W/pc"
