@@ -21,6 +21,7 @@
 #   BENCH_TLOG_ROUNDS=N    rounds of that comparison (default 3)
 #   BENCH_MLDSA_ONLY=1     only the ML-DSA batch against openssl speed, in
 #                          the Debian 13 root (tests/bench/mldsa.sh)
+#   BENCH_NO_MLDSA=1       the full run without it (keeps the last section)
 #   BENCH_MLDSA_MODULES=N, BENCH_MLDSA_ROUNDS=N, BENCH_MLDSA_SECONDS=N
 #                          its size (all modules, 1 round, openssl speed -seconds 3)
 #   BENCH_PKCS11_ONLY=1    only the PKCS#11 module path: the kernel's
@@ -940,6 +941,10 @@ main() {
 	declare -gA CG CGF
 	breakdown
 	report
+	# The sections the BENCH_*_ONLY runs write alone, each in place of the
+	# one carried over from the last run; BENCH_NO_MLDSA=1 keeps that one.
+	BENCH_PKCS11_ONLY=1 BENCH_PERCALL_ONLY=1 modpath_only
+	[ -n "${BENCH_NO_MLDSA:-}" ] || { mldsa_view && put_section "$W/ml/mldsa.md"; }
 	log "done in $(calc %.0f "$(now) - $s0") s"
 }
 
