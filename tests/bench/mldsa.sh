@@ -117,7 +117,8 @@ included), the daemon (\`/proc/PID/stat\`), the client (its user + system
 time); "one signature" is what \`openssl speed -multi\` spends per signature on
 one CPU (NPROC / limit). The client and the daemon share the $NPROC CPUs,
 so the batch can at best reach NPROC / (one signature + the client's CPU
-per module): the last column, and the batch's share of it. What is left
+per module): the column "bound with the client's CPU", and the batch's
+share of it. What is left
 between the batch and that bound is the daemon's own work beyond the
 signature (the daemon's column minus one signature) and other work on
 the machine.
@@ -125,8 +126,9 @@ the machine.
 Both rates are wall-clock rates: with \`-multi\` openssl speed counts
 signatures per second of wall time, so other work on the machine lowers
 the limit and the batch alike, but not by the same share (the batch has
-three busy threads, openssl speed two). The last three columns do not
-depend on the load: the CPU of one signature from \`openssl speed
+three busy threads, openssl speed two). The last three columns are CPU
+times, which the load moves less (it still does, on a loaded virtual
+machine: cache misses, stolen time): the CPU of one signature from \`openssl speed
 -seconds $SECS ML-DSA-NN\` without \`-multi\` (which divides by its user CPU
 time), its share of the daemon's CPU per module, and of the daemon's and
 the client's together: the ratio to the limit the batch would reach on an
