@@ -61,7 +61,8 @@ pkcs11_view() {
 			timed "$W/p11.list" "$CERT" "$k sign-file through pkcs11-provider and modsign-pkcs11.so" run_p11_signfile
 			P11R[$k.p11.$m]=$(calc %.1f "$P11_N / $SECS") P11R[$k.p11.cpu.$m]=$BUSY_MS P11R[$k.p11.dms.$m]=$DAEMON_MS
 			# RSA PKCS#1 v1.5 is deterministic: the token path must give
-			# sign-file's bytes.
+			# sign-file's bytes (sign-file had only the pkcs11: URI, so
+			# they came through the module).
 			(cd "$W/ref" && xargs -a "$W/p11.list" sha256sum) >"$W/ref.sums"
 			(cd "$W/run" && sha256sum -c --quiet "$W/ref.sums") >/dev/null 2>&1 ||
 				die "$k: sign-file through the PKCS#11 module differs from sign-file with the key file"
@@ -70,8 +71,6 @@ pkcs11_view() {
 			P11R[$k.client.$m]=$(calc %.1f "$P11_N / $SECS") P11R[$k.client.cpu.$m]=$BUSY_MS
 		done
 	done
-	grep '"module":"pkcs11:object=rsa4096' "$W/modsignd-modpath.log" | grep -q '"result":"ok"' ||
-		die "the daemon's log names no request through the module"
 }
 
 p11_best() { # KEY WHAT: the better of the two runs, and its CPU per module
