@@ -863,7 +863,7 @@ EOF
 	# window and group commit" by hand, the ML-DSA, PKCS#11 module and
 	# one-call sections by their BENCH_*_ONLY runs, not by this run:
 	# carry them over.
-	[ -f "$OUT" ] && awk '/^## / {on = /^## (One client or two|Replayed ClientHellos|Sign window and group commit|ML-DSA|The PKCS#11 module path|One call of the per-module path)/; if (on) print ""} on' "$OUT" >>"$f"
+	[ -f "$OUT" ] && awk '/^## / {on = /^## (One client or two|Replayed ClientHellos|Sign window and group commit|ML-DSA|The PKCS#11 module path|One call of the per-module path|Where the batch.s time goes)/; if (on) print ""} on' "$OUT" >>"$f"
 	mkdir -p "$(dirname "$OUT")"
 	cp "$f" "$OUT.tmp" && mv "$OUT.tmp" "$OUT"
 	log "wrote $OUT"
