@@ -3,6 +3,10 @@
 # Debian 12 or 13 (the names below are the same on both: unversioned
 # clang, libclang-rt-dev).  Idempotent and quiet when everything is there.
 #   tests/install-deps.sh [GROUP...]   default: every group
+#   tests/install-deps.sh --list GROUP...   print their packages, install
+#                                            nothing (tests/release/root.sh's
+#                                            cache key: the root's packages,
+#                                            not this whole file)
 # The Debian 13 lane (tests/release/) installs "build test deb dkms kbuild
 # provider" in its root.
 set -euo pipefail
@@ -42,6 +46,8 @@ declare -A group=(
 	# make bench (tests/bench/): /usr/bin/time for one call's page faults.
 	[bench]="time"
 )
+list=
+[ "${1:-}" != --list ] || { list=1; shift; }
 groups=("$@")
 [ ${#groups[@]} -gt 0 ] || groups=(build test fuzz qemu kbuild go deb vm dkms bench)
 
@@ -51,6 +57,7 @@ for g in "${groups[@]}"; do
 	read -r -a p <<<"$(echo ${group[$g]})"
 	pkgs+=("${p[@]}")
 done
+[ -z "$list" ] || { echo "${pkgs[*]}"; exit 0; }
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

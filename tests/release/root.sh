@@ -3,7 +3,7 @@
 # test modsign in, the way sbuild does: mmdebstrap from the archive apt
 # already uses, with what tests/install-deps.sh installs for the groups
 # below.  Kept in the cache outside the clone (tests/cache.sh), keyed by
-# the release, this script, install-deps.sh and the mirror; prints its
+# the release, this script, those groups' packages and the mirror; prints its
 # directory.  Never touches this machine's apt sources.
 #   tests/release/root.sh RELEASE [GROUP...]   (default groups: build test deb dkms kbuild provider)
 set -euo pipefail
@@ -15,8 +15,12 @@ shift
 groups=("${@:-build}")
 [ $# -gt 0 ] || groups=(build test deb dkms kbuild provider)
 
-key=$({ echo "$release ${groups[*]}"; cat "$0" "$REPO/tests/install-deps.sh"
-	debian_mirrors "$release"; } | cache_key)
+# The key: the packages of those groups, not all of install-deps.sh, so
+# that a package added to another group (the bench's, the guests') makes
+# no new root.
+key=$({ echo "$release ${groups[*]}"; cat "$0"
+	"$REPO/tests/install-deps.sh" --list "${groups[@]}"
+	debian_mirrors "$release"; } | cache_key) || exit 1
 if cache_begin "root-$release" "$key"; then
 	echo "$CACHE_DIR"
 	exit 0
