@@ -243,9 +243,13 @@ systemctl daemon-reload
 systemctl restart modsignd.service
 # tls ADDRESS ARGS...: the builder's client over TLS, bounded (a SYN the
 # socket's lists drop is never answered).
+# The first connection after a socket's (re)start starts the hand-off
+# service and the daemon's TLS side in an emulated guest the host may
+# starve: the handshake gets 25 s (the client's default, 10 s, timed out
+# once under a loaded make check), the whole call 30.
 tls() {
 	timeout 30 $C --server "tls:$1:7787" --tls-ca $P/pki/ca.crt --tls-cert $P/pki/builder.crt \
-		--tls-key tls.key "${@:2}"
+		--tls-key tls.key --stall-timeout 25 "${@:2}"
 }
 install -m 0600 $P/pki/builder.key tls.key
 tls_signs() { # ADDRESS FILE
