@@ -177,6 +177,7 @@ default_is_sign_file()
 	kmake -n modules_install INSTALL_MOD_PATH="$B/inst-dry" \
 		CONFIG_MODULE_SIG_KEY="$fake"
 	rm -f "$fake"
+	cp "$B/make.log" "$B/make-dry.log" # kept: later kmake calls overwrite make.log
 	# (6.12's Makefile.modinst makes the directories while it is parsed,
 	# even under make -n: no module may be there.)
 	# (7.x names the tree's own files through $(objtree), "." in the tree:
@@ -186,7 +187,7 @@ default_is_sign_file()
 		[ -z "$(find "$B/inst-dry" -name '*.ko*' 2> /dev/null)" ]; then
 		pass default-sign-cmd-unchanged
 	else
-		fail default-sign-cmd-unchanged "make -n did not show: $want"
+		fail default-sign-cmd-unchanged "make -n did not show: $want; it showed: $(grep -m1 -E 'sign-file|Error|\*\*\*' "$B/make-dry.log" | cut -c1-300); $(find "$B/inst-dry" -name '*.ko*' 2> /dev/null | wc -l) modules installed"
 	fi
 }
 
