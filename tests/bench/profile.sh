@@ -41,19 +41,8 @@ NPROC=$(nproc)
 VARIANTS=("$@")
 [ ${#VARIANTS[@]} -gt 0 ] || VARIANTS=("cur:$B:")
 
-if [ -d /dev/shm ] && [ "$(df -Pk /dev/shm | awk 'NR==2 {print $4}')" -gt 3000000 ]; then
-	W=$(mktemp -d /dev/shm/modsign-profile.XXXXXX)
-else
-	mkdir -p "$B/bench" && W=$(mktemp -d "$B/bench/profile.XXXXXX")
-fi
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	[ -n "${BENCH_KEEP:-}" ] && echo "kept $W" >&2 || rm -rf "$W"
-}
-trap cleanup EXIT
+. "$REPO/tests/bench/workdir.sh"
+bench_workdir profile
 
 log() { echo "profile: $*" >&2; }
 die() { log "FAILED: $*"; exit 1; }

@@ -58,19 +58,8 @@ KDIR=$(ls -d "$MODSIGN_CACHE"/kernel-6.1-*/linux-source-6.1 2>/dev/null | head -
 KDIR=${KDIR:-$MODSIGN_CACHE/kernel-6.1-none/linux-source-6.1}
 
 # Work on tmpfs when it has room: the runs then measure signing, not the disk.
-if [ -d /dev/shm ] && [ "$(df -Pk /dev/shm | awk 'NR==2 {print $4}')" -gt 3000000 ]; then
-	W=$(mktemp -d /dev/shm/modsign-bench.XXXXXX)
-else
-	mkdir -p "$B/bench" && W=$(mktemp -d "$B/bench/run.XXXXXX")
-fi
-PIDS=()
-cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-	[ -n "${BENCH_KEEP:-}" ] && echo "kept $W" >&2 || rm -rf "$W"
-}
-trap cleanup EXIT
+. "$REPO/tests/bench/workdir.sh"
+bench_workdir bench
 
 # Run copies of the programs, so that a rebuild during the bench changes
 # nothing under it.
