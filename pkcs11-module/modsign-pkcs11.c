@@ -872,7 +872,9 @@ static CK_RV sign_remote(struct slot *sl, const struct p11_key *k, const struct 
 
 /* C_Sign and C_SignFinal: the size query, then the signature; the
  * operation ends unless the caller only asked the size or gave too
- * small a buffer. */
+ * small a buffer.  @data is C_Sign's (hashed here by a hash-and-sign
+ * mechanism) or the digest C_SignUpdate kept (C_SignFinal; none for a
+ * hash-and-sign mechanism, whose updates are hashed as they come). */
 static CK_RV sign_finish(struct session *s, const uint8_t *data, size_t len, CK_BYTE_PTR out,
 			 CK_ULONG_PTR out_len)
 {
@@ -892,7 +894,13 @@ static CK_RV sign_finish(struct session *s, const uint8_t *data, size_t len, CK_
 		*out_len = k->sig_len;
 		return CKR_BUFFER_TOO_SMALL;
 	}
-	rv = sign_digest(s, data, len, &md, digest, &digest_len);
+	/* Hashed only now, when the operation ends: data hashed before a
+	 * size query or a short buffer would be hashed again when the
+	 * caller calls back with the same data, and data||data signed. */
+	rv = s->mech->hash && len && !EVP_DigestUpdate(s->md, data, len) ? CKR_FUNCTION_FAILED :
+									     CKR_OK;
+	if (rv == CKR_OK)
+		rv = sign_digest(s, data, len, &md, digest, &digest_len);
 	if (rv == CKR_OK)
 		rv = sign_remote(s->slot, k, md, digest, digest_len, &sig, &sig_len);
 	if (rv == CKR_OK && sig_len > *out_len)
@@ -918,10 +926,6 @@ static CK_RV mod_Sign(CK_SESSION_HANDLE h, CK_BYTE_PTR data, CK_ULONG len, CK_BY
 		return leave(CKR_OPERATION_NOT_INITIALIZED);
 	if (!data && len)
 		return leave(CKR_ARGUMENTS_BAD);
-	if (out && s->mech->hash && !EVP_DigestUpdate(s->md, data, len)) {
-		session_reset_sign(s);
-		return leave(CKR_FUNCTION_FAILED);
-	}
 	return leave(sign_finish(s, data, len, out, out_len));
 }
 

@@ -345,6 +345,20 @@ two_servers() {
 	refute_output --partial "FAIL"
 }
 
+@test "pkcs11-sign-after-buffer-too-small-signs-the-data" {
+	# C_Sign with a one-byte buffer is CKR_BUFFER_TOO_SMALL and the
+	# operation goes on; the call again with room signs the data, not the
+	# data hashed twice (review 20: the data was hashed before the size
+	# check, so the retry signed data||data).
+	run python3 "$REPO/tests/p11-attack.py" "$P11" short-buffer rsa data sig
+	assert_success
+	run openssl dgst -sha256 -verify "$(pub rsa)" -signature sig data
+	assert_success
+	# Twin: the signature is not of other data.
+	run openssl dgst -sha256 -verify rsa.pub -signature sig tampered
+	assert_failure
+}
+
 # program_daemon: a daemon with an audit log and a transparency log.
 program_daemon() {
 	openssl genpkey -algorithm ed25519 -out "$T/log.pem" 2>/dev/null

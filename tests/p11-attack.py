@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Callers of modsign-pkcs11.so that break its rules, through its function
+list (ctypes); each case prints PASS/FAIL lines and exits 1 on any FAIL.
+Usage: p11-attack.py MODULE CASE ARGS...
+
+  short-buffer KEY DATA OUT  C_Sign (CKM_SHA256_RSA_PKCS, slot 1) first
+      with a one-byte buffer (CKR_BUFFER_TOO_SMALL, the operation goes
+      on), then with room: the signature, written to OUT, must be of DATA
+      (the caller checks it), not of DATA hashed twice.
+  update-wraps KEY  C_SignUpdate (CKM_ECDSA, slot 1) of one byte, then of
+      (CK_ULONG)-1 bytes: CKR_DATA_LEN_RANGE, never a copy past the
+      digest's buffer (the sum wraps to 0).
+  cross-slot KEY_A KEY_B  a handle of slot 2's key KEY_B used in a slot 1
+      session: no object there (CKR_KEY_HANDLE_INVALID,
+      CKR_OBJECT_HANDLE_INVALID), not slot 1's object of that index;
+      twin: KEY_A's handle in its own session signs."""
+import ctypes as C
+import sys
+
+OK, DATA_LEN_RANGE, KEY_HANDLE_INVALID = 0, 0x21, 0x60
+OBJECT_HANDLE_INVALID, BUFFER_TOO_SMALL = 0x82, 0x150
+CKF_SERIAL_SESSION, CKA_CLASS, CKA_LABEL, CKO_PRIVATE_KEY = 4, 0, 3, 3
+CKM_SHA256_RSA_PKCS, CKM_ECDSA, CKM_ECDSA_SHA256 = 0x40, 0x1041, 0x1044
+# Indices into CK_FUNCTION_LIST after its CK_VERSION (PKCS#11 2.40 order).
+IDX = dict(Initialize=0, Finalize=1, OpenSession=12, GetAttributeValue=24,
+           FindObjectsInit=26, FindObjects=27, FindObjectsFinal=28, SignInit=42, Sign=43,
+           SignUpdate=44)
+ULONG = C.c_ulong
+
+lib = C.CDLL(sys.argv[1])
+flist = C.POINTER(C.c_void_p)()
+lib.C_GetFunctionList(C.byref(flist))
+fails = 0
+
+
+def fn(name, *argtypes):
+    ptr = C.cast(flist, C.POINTER(C.c_void_p))[1 + IDX[name]]
+    return C.CFUNCTYPE(ULONG, *argtypes)(ptr)
+
+
+class Attr(C.Structure):
+    _fields_ = [("type", ULONG), ("p", C.c_void_p), ("len", ULONG)]
+
+
+class Mech(C.Structure):
+    _fields_ = [("m", ULONG), ("p", C.c_void_p), ("len", ULONG)]
+
+
+def check(name, ok, why=""):
+    global fails
+    if ok:
+        print(f"PASS {name}", flush=True)
+    else:
+        fails += 1
+        print(f"FAIL {name}: {why}", flush=True)
+
+
+def session(slot):
+    h = ULONG()
+    rv = fn("OpenSession", ULONG, ULONG, C.c_void_p, C.c_void_p, C.POINTER(ULONG))(
+        slot, CKF_SERIAL_SESSION, None, None, C.byref(h))
+    assert rv == OK, f"C_OpenSession({slot}): 0x{rv:x}"
+    return h.value
+
+
+def private_key(h, name):
+    cls, label = ULONG(CKO_PRIVATE_KEY), C.c_char_p(name.encode())
+    t = (Attr * 2)(Attr(CKA_CLASS, C.cast(C.byref(cls), C.c_void_p), C.sizeof(cls)),
+                   Attr(CKA_LABEL, C.cast(label, C.c_void_p), len(name)))
+    fn("FindObjectsInit", ULONG, C.c_void_p, ULONG)(h, t, 2)
+    o, n = ULONG(), ULONG()
+    fn("FindObjects", ULONG, C.POINTER(ULONG), ULONG, C.POINTER(ULONG))(h, C.byref(o), 1,
+                                                                       C.byref(n))
+    fn("FindObjectsFinal", ULONG)(h)
+    assert n.value == 1, f"key {name} not found"
+    return o.value
+
+
+def sign_init(h, mech, key):
+    m = Mech(mech, None, 0)
+    return fn("SignInit", ULONG, C.POINTER(Mech), ULONG)(h, C.byref(m), key)
+
+
+sign = fn("Sign", ULONG, C.c_char_p, ULONG, C.c_void_p, C.POINTER(ULONG))
+
+
+def short_buffer(key, data_file, out_file):
+    h = session(1)
+    data = open(data_file, "rb").read()
+    check("p11-short-buffer-sign-init", sign_init(h, CKM_SHA256_RSA_PKCS,
+                                                  private_key(h, key)) == OK)
+    buf, n = C.create_string_buffer(1024), ULONG(1)
+    rv = sign(h, data, len(data), buf, C.byref(n))
+    check("p11-short-buffer-too-small", rv == BUFFER_TOO_SMALL and n.value == 256,
+          f"rv 0x{rv:x}, {n.value}")
+    n = ULONG(1024)
+    rv = sign(h, data, len(data), buf, C.byref(n))
+    check("p11-short-buffer-then-signs", rv == OK, f"rv 0x{rv:x}")
+    open(out_file, "wb").write(buf.raw[:n.value])
+
+
+def update_wraps(key):
+    h = session(1)
+    check("p11-update-wraps-sign-init", sign_init(h, CKM_ECDSA, private_key(h, key)) == OK)
+    update = fn("SignUpdate", ULONG, C.c_char_p, ULONG)
+    check("p11-update-one-byte", update(h, b"\x01", 1) == OK)
+    rv = update(h, b"\x01", ULONG(-1).value)
+    check("p11-update-wrapping-length-refused", rv == DATA_LEN_RANGE, f"rv 0x{rv:x}")
+
+
+def cross_slot(key_a, key_b):
+    ha, hb = session(1), session(2)
+    ka, kb = private_key(ha, key_a), private_key(hb, key_b)
+    rv = sign_init(ha, CKM_ECDSA_SHA256, kb)
+    check("p11-cross-slot-key-refused", rv == KEY_HANDLE_INVALID,
+          f"rv 0x{rv:x}: slot 2's handle {kb} names an object of slot 1")
+    label = C.create_string_buffer(64)
+    t = Attr(CKA_LABEL, C.cast(label, C.c_void_p), 64)
+    rv = fn("GetAttributeValue", ULONG, ULONG, C.POINTER(Attr), ULONG)(ha, kb, C.byref(t), 1)
+    check("p11-cross-slot-object-refused", rv == OBJECT_HANDLE_INVALID,
+          f"rv 0x{rv:x}, label {label.raw[:t.len] if rv == OK else b''}")
+    # Twin: each handle in its own slot's session signs.
+    for name, h, k in (("a", ha, ka), ("b", hb, kb)):
+        sig, n = C.create_string_buffer(256), ULONG(256)
+        rv = sign_init(h, CKM_ECDSA_SHA256, k) or sign(h, b"data", 4, sig, C.byref(n))
+        check(f"p11-cross-slot-twin-own-slot-signs-{name}", rv == OK, f"rv 0x{rv:x}")
+
+
+CASES = {"short-buffer": short_buffer, "update-wraps": update_wraps, "cross-slot": cross_slot}
+assert fn("Initialize", C.c_void_p)(None) == OK
+CASES[sys.argv[2]](*sys.argv[3:])
+fn("Finalize", C.c_void_p)(None)
+sys.exit(1 if fails else 0)
