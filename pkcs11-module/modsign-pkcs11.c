@@ -31,6 +31,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
@@ -943,8 +944,10 @@ static CK_RV mod_SignUpdate(CK_SESSION_HANDLE h, CK_BYTE_PTR data, CK_ULONG len)
 	/* The hash-and-sign mechanisms hash; the others (single-part in the
 	 * standard, multi-part for tools that always update) keep a digest's
 	 * worth and refuse more. */
-	if (!s->mech->hash && s->in_len + len > sizeof(s->in)) {
-		rv = too_long(s, s->in_len + len);
+	/* The bound as room left: in_len + len wraps for len near
+	 * CK_ULONG's maximum, and passed. */
+	if (!s->mech->hash && len > sizeof(s->in) - s->in_len) {
+		rv = too_long(s, len > SIZE_MAX - s->in_len ? SIZE_MAX : s->in_len + len);
 		session_reset_sign(s);
 		return leave(rv);
 	}

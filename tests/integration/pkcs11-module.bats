@@ -359,6 +359,16 @@ two_servers() {
 	assert_failure
 }
 
+@test "pkcs11-sign-update-wrapping-length-refused" {
+	# One byte, then (CK_ULONG)-1 bytes to CKM_ECDSA: the sum wraps to
+	# 0, which passed the bound and copied past the digest's buffer.
+	run python3 "$REPO/tests/p11-attack.py" "$P11" update-wraps ec
+	assert_success
+	assert_output --partial "PASS p11-update-wrapping-length-refused"
+	# Twin (in the script): the one byte before it is taken.
+	assert_output --partial "PASS p11-update-one-byte"
+}
+
 # program_daemon: a daemon with an audit log and a transparency log.
 program_daemon() {
 	openssl genpkey -algorithm ed25519 -out "$T/log.pem" 2>/dev/null
