@@ -344,10 +344,22 @@ static CK_RV enter_session(CK_SESSION_HANDLE h, struct session **ret)
 	return CKR_OK;
 }
 
-/* Object handles are indices into the session's token, from 1. */
+/*
+ * Object handles: slot i's object j is i * MAX_OBJECTS + j + 1, so that
+ * no two tokens share a handle.  A handle that indexed only the session's
+ * token made a handle found on slot B, used in a session of slot A, slot
+ * A's object of that index: another server's key, signing without a word.
+ */
+static CK_OBJECT_HANDLE object_handle(const struct slot *sl, size_t j)
+{
+	return (CK_OBJECT_HANDLE)(sl - tok.slots) * MAX_OBJECTS + j + 1;
+}
+
 static struct p11_object *object_get(const struct session *s, CK_OBJECT_HANDLE h)
 {
-	return h >= 1 && h <= s->slot->n_objs ? &s->slot->objs[h - 1] : NULL;
+	CK_OBJECT_HANDLE first = object_handle(s->slot, 0);
+
+	return h >= first && h - first < s->slot->n_objs ? &s->slot->objs[h - first] : NULL;
 }
 
 static struct p11_key *session_key(const struct session *s)
@@ -638,7 +650,7 @@ static CK_RV mod_FindObjectsInit(CK_SESSION_HANDLE h, CK_ATTRIBUTE_PTR tmpl, CK_
 	s->n_found = s->pos = 0;
 	for (size_t i = 0; i < s->slot->n_objs; i++)
 		if (p11_object_match(&s->slot->objs[i], tmpl, n))
-			s->found[s->n_found++] = i + 1;
+			s->found[s->n_found++] = object_handle(s->slot, i);
 	s->finding = true;
 	return leave(CKR_OK);
 }

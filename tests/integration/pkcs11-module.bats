@@ -369,6 +369,19 @@ two_servers() {
 	assert_output --partial "PASS p11-update-one-byte"
 }
 
+@test "pkcs11-object-handle-of-another-slot-refused" {
+	# Slot 2's beta, by its handle, in a slot 1 session: no object there,
+	# not slot 1's object of the same index (alpha, whose server signs).
+	two_servers
+	run python3 "$REPO/tests/p11-attack.py" "$P11" cross-slot alpha beta
+	assert_success
+	assert_output --partial "PASS p11-cross-slot-key-refused"
+	assert_output --partial "PASS p11-cross-slot-object-refused"
+	# Twin (in the script): each handle signs in its own slot's session.
+	assert_output --partial "PASS p11-cross-slot-twin-own-slot-signs-a"
+	assert_output --partial "PASS p11-cross-slot-twin-own-slot-signs-b"
+}
+
 # program_daemon: a daemon with an audit log and a transparency log.
 program_daemon() {
 	openssl genpkey -algorithm ed25519 -out "$T/log.pem" 2>/dev/null
