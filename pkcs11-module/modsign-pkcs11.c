@@ -74,6 +74,7 @@ struct slot {
 
 struct session {
 	bool open;
+	CK_SESSION_HANDLE handle; /* session_handle() when opened */
 	struct slot *slot;
 	CK_SLOT_ID slot_id;
 	CK_FLAGS flags;
@@ -98,6 +99,8 @@ static struct token {
 	struct slot slots[MAX_SLOTS];
 	size_t n_slots;
 	struct session sessions[MAX_SESSIONS];
+	CK_SESSION_HANDLE opened; /* sessions ever opened: handles' generation;
+				   * kept across C_Finalize */
 	OSSL_LIB_CTX *libctx;   /* ours, with the default provider */
 	OSSL_PROVIDER *provider;
 	OSSL_LIB_CTX *caller_libctx; /* the thread's default while we run */
@@ -331,16 +334,30 @@ static CK_RV enter_slot(CK_SLOT_ID id, struct slot **ret)
 	return CKR_OK;
 }
 
+/*
+ * Session handles: the slot in tok.sessions is (handle - 1) % MAX_SESSIONS,
+ * and each opening takes a new handle for it.  A handle that was the
+ * first free index named, once its session was closed, the next session
+ * opened, of any slot: a thread still holding it (a use after close)
+ * signed in another's session, with another server's key.
+ */
+static CK_SESSION_HANDLE session_handle(size_t i)
+{
+	return ++tok.opened * MAX_SESSIONS + i + 1;
+}
+
 /* enter(), then the open session @h (CKR_SESSION_HANDLE_INVALID). */
 static CK_RV enter_session(CK_SESSION_HANDLE h, struct session **ret)
 {
 	CK_RV rv = enter();
+	struct session *s;
 
 	if (rv != CKR_OK)
 		return rv;
-	if (h < 1 || h > MAX_SESSIONS || !tok.sessions[h - 1].open)
+	s = h >= 1 ? &tok.sessions[(h - 1) % MAX_SESSIONS] : NULL;
+	if (!s || !s->open || s->handle != h)
 		return leave(CKR_SESSION_HANDLE_INVALID);
-	*ret = &tok.sessions[h - 1];
+	*ret = s;
 	return CKR_OK;
 }
 
@@ -564,9 +581,10 @@ static CK_RV mod_OpenSession(CK_SLOT_ID id, CK_FLAGS flags, CK_VOID_PTR app, CK_
 	for (size_t i = 0; i < MAX_SESSIONS; i++)
 		if (!tok.sessions[i].open) {
 			tok.sessions[i] = (struct session){
-				.open = true, .slot = sl, .slot_id = id, .flags = flags,
+				.open = true, .handle = session_handle(i), .slot = sl,
+				.slot_id = id, .flags = flags,
 			};
-			*ret = i + 1;
+			*ret = tok.sessions[i].handle;
 			return leave(CKR_OK);
 		}
 	return leave(CKR_SESSION_COUNT);

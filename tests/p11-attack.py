@@ -13,16 +13,21 @@ Usage: p11-attack.py MODULE CASE ARGS...
   cross-slot KEY_A KEY_B  a handle of slot 2's key KEY_B used in a slot 1
       session: no object there (CKR_KEY_HANDLE_INVALID,
       CKR_OBJECT_HANDLE_INVALID), not slot 1's object of that index;
-      twin: KEY_A's handle in its own session signs."""
+      twin: KEY_A's handle in its own session signs.
+  stale-session KEY_B  a session of slot 1 closed, then one of slot 2
+      opened: the closed one's handle is invalid, not the new session
+      (which would sign with slot 2's KEY_B for the stale holder); twin:
+      the new handle signs."""
 import ctypes as C
 import sys
 
 OK, DATA_LEN_RANGE, KEY_HANDLE_INVALID = 0, 0x21, 0x60
-OBJECT_HANDLE_INVALID, BUFFER_TOO_SMALL = 0x82, 0x150
+OBJECT_HANDLE_INVALID, SESSION_HANDLE_INVALID, BUFFER_TOO_SMALL = 0x82, 0xb3, 0x150
 CKF_SERIAL_SESSION, CKA_CLASS, CKA_LABEL, CKO_PRIVATE_KEY = 4, 0, 3, 3
 CKM_SHA256_RSA_PKCS, CKM_ECDSA, CKM_ECDSA_SHA256 = 0x40, 0x1041, 0x1044
 # Indices into CK_FUNCTION_LIST after its CK_VERSION (PKCS#11 2.40 order).
-IDX = dict(Initialize=0, Finalize=1, OpenSession=12, GetAttributeValue=24,
+IDX = dict(Initialize=0, Finalize=1, OpenSession=12, CloseSession=13, GetSessionInfo=15,
+           GetAttributeValue=24,
            FindObjectsInit=26, FindObjects=27, FindObjectsFinal=28, SignInit=42, Sign=43,
            SignUpdate=44)
 ULONG = C.c_ulong
@@ -126,7 +131,21 @@ def cross_slot(key_a, key_b):
         check(f"p11-cross-slot-twin-own-slot-signs-{name}", rv == OK, f"rv 0x{rv:x}")
 
 
-CASES = {"short-buffer": short_buffer, "update-wraps": update_wraps, "cross-slot": cross_slot}
+def stale_session(key_b):
+    old = session(1)
+    check("p11-stale-session-close", fn("CloseSession", ULONG)(old) == OK)
+    new = session(2)
+    info = (ULONG * 4)()
+    rv = fn("GetSessionInfo", ULONG, C.c_void_p)(old, info)
+    check("p11-stale-session-handle-refused", rv == SESSION_HANDLE_INVALID,
+          f"rv 0x{rv:x}: closed handle {old} is the new session {new} of slot {info[0]}")
+    sig, n = C.create_string_buffer(256), ULONG(256)
+    rv = sign_init(new, CKM_ECDSA_SHA256, private_key(new, key_b)) or \
+        sign(new, b"data", 4, sig, C.byref(n))
+    check("p11-stale-session-twin-new-handle-signs", rv == OK, f"rv 0x{rv:x}")
+
+
+CASES = {"stale-session": stale_session, "short-buffer": short_buffer, "update-wraps": update_wraps, "cross-slot": cross_slot}
 assert fn("Initialize", C.c_void_p)(None) == OK
 CASES[sys.argv[2]](*sys.argv[3:])
 fn("Finalize", C.c_void_p)(None)

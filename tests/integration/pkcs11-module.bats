@@ -382,6 +382,18 @@ two_servers() {
 	assert_output --partial "PASS p11-cross-slot-twin-own-slot-signs-b"
 }
 
+@test "pkcs11-closed-session-handle-not-reused" {
+	# A session closed, another (of slot 2) opened: the stale handle
+	# was the first free index, so the same number named the new
+	# session, and a thread still holding it signed in another's.
+	two_servers
+	run python3 "$REPO/tests/p11-attack.py" "$P11" stale-session beta
+	assert_success
+	assert_output --partial "PASS p11-stale-session-handle-refused"
+	# Twin (in the script): the new handle signs.
+	assert_output --partial "PASS p11-stale-session-twin-new-handle-signs"
+}
+
 # program_daemon: a daemon with an audit log and a transparency log.
 program_daemon() {
 	openssl genpkey -algorithm ed25519 -out "$T/log.pem" 2>/dev/null
