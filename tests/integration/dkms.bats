@@ -350,6 +350,33 @@ put_module() {
 		"modsign-client sign --key NAME --cert $T/modsign.der $DKMSD/a.ko.xz"
 }
 
+@test "dkms-check-hint-quotes-odd-names" {
+	# Module names with a space, a newline, a quote and a shell command:
+	# the hint, which the user runs as root, was the paths as they are,
+	# so it split them, and ran the command (review 20); a newline split
+	# the name into two paths, the second taken from the working
+	# directory.
+	start_daemon "$T/sock" --key "dkms=$T/rsa.pem"
+	enrol_cert
+	put_module 'a b.ko'
+	put_module "c';touch pwned;'.ko"
+	put_module 'd;touch pwned;.ko'
+	put_module $'e\nf.ko'
+	run dkms_check
+	assert_failure
+	hint="modsign-client sign --key NAME${output##*modsign-client sign --key NAME}"
+	MODSIGN_SERVER=unix:$T/sock PATH=$B:$PATH sh -c "${hint/NAME/dkms}"
+	[ ! -e pwned ]
+	run dkms_check
+	assert_success
+	assert_equal "$(grep -c ': OK (sha256)$' <<<"$output")" 4
+	# Twin: a plain name is still shown bare (copied into the hint as is).
+	put_module g.ko
+	run dkms_check
+	assert_failure
+	assert_equal "${lines[-1]}" "modsign-client sign --key NAME --cert $T/modsign.der $DKMSD/g.ko"
+}
+
 @test "dkms-resign-after-key-change-as-readme" {
 	# Installed, signed by the old key; the daemon now has a new one.
 	start_daemon "$T/sock" --key dkms=ephemeral:rsa2048
