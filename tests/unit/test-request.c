@@ -296,6 +296,14 @@ UNIT_TEST(program)
 		"bad \"program\" (one word of printable ASCII)");
 	refused("program as a number", SIGN_(",\"program\":7"), -EINVAL,
 		"bad \"program\" (one word of printable ASCII)");
+	/* Review 20, tried and held: a NUL would cut the name short of
+	 * what the peer sent (proto_get_string); a quote and a backslash
+	 * are printable and kept, for the records' JSON to escape. */
+	refused("program with a NUL", SIGN_(",\"program\":\"a\\u0000b\""), -EINVAL,
+		"bad \"program\" (one word of printable ASCII)");
+	CHECK_EQ("program with a quote and a backslash parses",
+		 parse(SIGN_(",\"program\":\"a\\\",\\\"client\\\":\\\\\"")), 0);
+	CHECK("... kept as sent", req.program && strcmp(req.program, "a\",\"client\":\\") == 0);
 }
 
 UNIT_TEST(module)

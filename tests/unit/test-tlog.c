@@ -440,6 +440,15 @@ UNIT_TEST(entry_program)
 	      b && strstr(b, "\"module\":\"pkcs11:object=rsa\",\"program\":\"sign-file\","
 			     "\"client\":\"uid:0\""));
 	CHECK("... and parses", b && tlog_entry_parse((uint8_t *)b, len, &v) == 0 && v.index == 7);
+	/* Review 20, tried and held: a program that looks like the next
+	 * field is escaped, one string; "client" is still the daemon's. */
+	free(b);
+	b = NULL;
+	e.program = "a\",\"client\":\"uid:1";
+	CHECK("a program with quotes formats", tlog_entry_format(&e, &b, &len) == 0);
+	CHECK("... escaped, the client the entry's",
+	      b && strstr(b, "\"program\":\"a\\\",\\\"client\\\":\\\"uid:1\",\"client\":\"uid:0\"") &&
+		      tlog_entry_parse((uint8_t *)b, len, &v) == 0);
 }
 
 UNIT_MAIN()
