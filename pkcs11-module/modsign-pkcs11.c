@@ -15,8 +15,11 @@
  * child inherits a module whose every call says
  * CKR_CRYPTOKI_NOT_INITIALIZED until it calls C_Initialize, which drops
  * the parent's connection without a word on it (the TLS session is the
- * parent's) and starts afresh.  C_Finalize returns everything to the
- * state before the first C_Initialize.
+ * parent's) and starts afresh.  A fork while another thread is in a
+ * call (its lock held, its state half-changed) leaves the child a fresh
+ * lock and that state abandoned, never freed (atfork_child).
+ * C_Finalize returns everything to the state before the first
+ * C_Initialize.
  *
  * OpenSSL: every call runs with a library context of the module's own
  * (the default provider alone) as the thread's default, so that the
@@ -101,6 +104,7 @@ static struct token {
 	struct session sessions[MAX_SESSIONS];
 	CK_SESSION_HANDLE opened; /* sessions ever opened: handles' generation;
 				   * kept across C_Finalize */
+	bool torn;              /* forked while another thread was in a call */
 	OSSL_LIB_CTX *libctx;   /* ours, with the default provider */
 	OSSL_PROVIDER *provider;
 	OSSL_LIB_CTX *caller_libctx; /* the thread's default while we run */
@@ -175,6 +179,37 @@ static void token_reset(void)
 	client_done(&tok.g);
 	memset(&tok.g, 0, sizeof(tok.g));
 	tok.initialized = false;
+}
+
+/* A forked child's C_Initialize after a fork in the middle of another
+ * thread's call: the slots, sessions and configuration may be half-made
+ * or half-freed, so they are dropped as they are, never freed (a leak of
+ * the parent's copy, once). */
+static void token_abandon(void)
+{
+	memset(tok.slots, 0, sizeof(tok.slots));
+	tok.n_slots = 0;
+	memset(tok.sessions, 0, sizeof(tok.sessions));
+	memset(&tok.g, 0, sizeof(tok.g));
+	tok.initialized = tok.torn = false;
+}
+
+/*
+ * fork() in the child: the lock is copied as it was.  Held by another
+ * thread of the parent (one waiting on its server, up to
+ * CONN_TIMEOUT_SEC), it would stay held for ever in the child, which has
+ * no such thread: every call, C_Initialize too, waited on it.  The child
+ * gets a fresh lock, and the state that thread was changing is marked
+ * torn, for C_Initialize to abandon.
+ */
+static void atfork_child(void)
+{
+	if (pthread_mutex_trylock(&tok.lock) == 0) {
+		pthread_mutex_unlock(&tok.lock);
+		return;
+	}
+	tok.torn = true;
+	pthread_mutex_init(&tok.lock, NULL);
 }
 
 /* Our own library context, made once: freeing it at C_Finalize while the
@@ -415,7 +450,10 @@ static CK_RV mod_Initialize(CK_VOID_PTR args)
 				close(conn_fd(tok.slots[i].c));
 			tok.slots[i].c = NULL;
 		}
-		token_reset();
+		if (tok.torn)
+			token_abandon();
+		else
+			token_reset();
 	}
 	r = client_parse(&tok.g, 1, argv, &cmd, &ind);
 	if (r < 0 || slots_make() != CKR_OK) {
@@ -1126,6 +1164,8 @@ __attribute__((constructor)) static void functions_fill(void)
 {
 	size_t first = offsetof(CK_FUNCTION_LIST, C_Initialize);
 
+	/* glibc drops the handler when the module is unloaded (dlclose). */
+	pthread_atfork(NULL, NULL, atfork_child);
 	fill_not_supported((void (**)(void))((char *)&functions + first),
 			   (sizeof(functions) - first) / sizeof(void (*)(void)));
 	functions.version = (CK_VERSION){ 2, 40 };

@@ -17,9 +17,20 @@ Usage: p11-attack.py MODULE CASE ARGS...
   stale-session KEY_B  a session of slot 1 closed, then one of slot 2
       opened: the closed one's handle is invalid, not the new session
       (which would sign with slot 2's KEY_B for the stale holder); twin:
-      the new handle signs."""
+      the new handle signs.
+  fork-mid-call HANG KEY_B  slot 1 is a server at HANG (made here) that
+      takes the connection and never answers; a thread opens a session
+      on it (the module's lock held while it waits), and the process
+      forks: the child's C_Initialize must not wait on the lock of a
+      thread it does not have (SIGALRM after 10 s); twin: the child then
+      signs with KEY_B on slot 2."""
 import ctypes as C
+import os
+import signal
+import socket
 import sys
+import threading
+import time
 
 OK, DATA_LEN_RANGE, KEY_HANDLE_INVALID = 0, 0x21, 0x60
 OBJECT_HANDLE_INVALID, SESSION_HANDLE_INVALID, BUFFER_TOO_SMALL = 0x82, 0xb3, 0x150
@@ -145,7 +156,35 @@ def stale_session(key_b):
     check("p11-stale-session-twin-new-handle-signs", rv == OK, f"rv 0x{rv:x}")
 
 
-CASES = {"stale-session": stale_session, "short-buffer": short_buffer, "update-wraps": update_wraps, "cross-slot": cross_slot}
+def fork_mid_call(hang, key_b):
+    srv = socket.socket(socket.AF_UNIX)
+    srv.bind(hang)
+    srv.listen(8)
+    held = []
+    threading.Thread(target=lambda: held.extend(srv.accept() for _ in iter(int, 1)),
+                     daemon=True).start()
+    threading.Thread(target=lambda: session(1), daemon=True).start()
+    time.sleep(1)
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(10)
+        rv = fn("Initialize", C.c_void_p)(None)
+        check("p11-fork-mid-call-child-initializes", rv == OK, f"rv 0x{rv:x}")
+        h = session(2)
+        sig, n = C.create_string_buffer(256), ULONG(256)
+        rv = sign_init(h, CKM_ECDSA_SHA256, private_key(h, key_b)) or \
+            sign(h, b"data", 4, sig, C.byref(n))
+        check("p11-fork-mid-call-twin-child-signs", rv == OK, f"rv 0x{rv:x}")
+        os._exit(1 if fails else 0)
+    _, status = os.waitpid(pid, 0)
+    check("p11-fork-mid-call-child-done", status == 0,
+          f"child status 0x{status:x} (signal {status & 0x7f}: 14 is SIGALRM, it hung)")
+    # The thread still waits on the silent server: leave without it.
+    os._exit(1 if fails else 0)
+
+
+CASES = {"fork-mid-call": fork_mid_call, "stale-session": stale_session, "short-buffer": short_buffer, "update-wraps": update_wraps, "cross-slot": cross_slot}
 assert fn("Initialize", C.c_void_p)(None) == OK
 CASES[sys.argv[2]](*sys.argv[3:])
 fn("Finalize", C.c_void_p)(None)

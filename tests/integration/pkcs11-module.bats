@@ -394,6 +394,21 @@ two_servers() {
 	assert_output --partial "PASS p11-stale-session-twin-new-handle-signs"
 }
 
+@test "pkcs11-fork-while-a-thread-waits-in-a-call" {
+	# A thread waits in C_OpenSession on a server that never answers,
+	# holding the module's lock, and the process forks: the child's copy
+	# of the lock was held by a thread the child does not have, so its
+	# C_Initialize waited for ever (killed by SIGALRM after 10 s).
+	(umask 077; printf 'server = %s\n' "unix:$T/hang" "unix:$F/b" >"$T/client.conf")
+	export MODSIGN_CONFIG=$T/client.conf
+	unset MODSIGN_SERVER
+	run timeout 60 python3 "$REPO/tests/p11-attack.py" "$P11" fork-mid-call "$T/hang" beta
+	assert_success
+	assert_output --partial "PASS p11-fork-mid-call-child-initializes"
+	# Twin (in the script): the child then signs on the live slot.
+	assert_output --partial "PASS p11-fork-mid-call-twin-child-signs"
+}
+
 # program_daemon: a daemon with an audit log and a transparency log.
 program_daemon() {
 	openssl genpkey -algorithm ed25519 -out "$T/log.pem" 2>/dev/null
