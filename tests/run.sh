@@ -159,6 +159,16 @@ else
 	cat "$out/bg.txt" "$out/kernels.txt"
 fi
 
+# A suite with no result never finished: its lane died under it (killed,
+# or a suite's kill gone astray), after taking it from the queue.  It
+# fails; else it was only missing from the count, and the run passed.
+for s in "${fg[@]}" "${queued[@]}" "${bg[@]}" "${kernels[@]}"; do
+	if ! selected "$s" || [ -e "$out/${s%% *}.result" ]; then continue; fi
+	echo "FAIL ${s%% *}: never finished (its lane ended before it did)" >"$out/${s%% *}.result"
+	echo "== ${s%% *}"
+	cat "$out/${s%% *}.result"
+done
+
 # The times of this run order the next run's queue (a whole run only).
 if [ -z "$filter" ] && mkdir -p "$(dirname "$TIMES")" 2>/dev/null; then
 	cp "$out/times" "$TIMES.$$" && mv "$TIMES.$$" "$TIMES"
