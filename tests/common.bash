@@ -75,6 +75,26 @@ fresh() {
 	for f; do cp "$mod" "$f" && "$C" strip "$f" >/dev/null || return 1; done
 }
 
+# copy_modules N DIR: the first N real modules copied into DIR (which
+# must exist) under names of their own, NNNN-NAME.ko (modules of
+# different directories share names), by one process: a process per
+# module cost more than signing it, under the sanitizers' build most.
+copy_modules() {
+	real_modules "$1" | python3 -c '
+import shutil, sys
+for i, p in enumerate(sys.stdin.read().split()):
+    shutil.copyfile(p, "%s/%04d-%s" % (sys.argv[1], i, p.rsplit("/", 1)[1]))' "$2"
+}
+
+# verdicts CERT FILE...: verify's verdict on each module, from one call,
+# a line each: "ok HASH PATH" or "fail - PATH".
+verdicts() {
+	"$C" verify --json --cert "$@" 2>/dev/null | python3 -c '
+import json, sys
+for m in json.load(sys.stdin)["modules"]:
+    print("ok " + m["hash"] if m["ok"] else "fail -", m["module"])'
+}
+
 # cms_verify P7 CONTENT CERT: openssl's own verdict on the signature.
 cms_verify() {
 	openssl cms -verify -binary -inform DER -in "$1" -content "$2" -certfile "$3" \

@@ -19,30 +19,15 @@ two_keys() {
 }
 
 # modules_once N DIR: DIR gets the first N real modules under names of
-# their own (modules of different directories share names), copied from
-# this file's one set of them, made by the first case that asks in one
-# process: a process per module (three per copy, two per check) had cost
-# more than the signing, under the sanitizers' build most.
+# their own (copy_modules), copied from this file's one set of them, made
+# by the first case that asks.
 modules_once() {
 	local src=$BATS_FILE_TMPDIR/src-$1
 	if [ ! -d "$src" ]; then
-		mkdir "$src.new"
-		real_modules "$1" | python3 -c '
-import shutil, sys
-for i, p in enumerate(sys.stdin.read().split()):
-    shutil.copyfile(p, "%s/%04d-%s" % (sys.argv[1], i, p.rsplit("/", 1)[1]))' "$src.new"
-		[ "$(ls "$src.new" | wc -l)" -eq "$1" ] && mv "$src.new" "$src"
+		mkdir "$src.new" && copy_modules "$1" "$src.new" &&
+			[ "$(ls "$src.new" | wc -l)" -eq "$1" ] && mv "$src.new" "$src"
 	fi
 	cp -a "$src" "$2"
-}
-
-# verdicts CERT FILE...: verify's verdict on each module in one call, a
-# line each: "ok HASH PATH" or "fail - PATH".
-verdicts() {
-	"$C" verify --json --cert "$@" 2>/dev/null | python3 -c '
-import json, sys
-for m in json.load(sys.stdin)["modules"]:
-    print("ok " + m["hash"] if m["ok"] else "fail -", m["module"])'
 }
 
 # concurrent_sign: 16 processes signing different modules at the same

@@ -307,21 +307,17 @@ batch_stopped() {
 	tlog_daemon
 	"$C" log vkey >vkey
 	mkdir many
-	for m in $(real_modules "$2"); do cp "$m" many/; done
+	copy_modules "$2" many
 	"$C" strip many/*.ko 2>/dev/null
 	"$C" sign many/*.ko 2>/dev/null &
 	sleep 0.3
 	kill -"$1" "$DAEMON_PID"
 	wait "$DAEMON_PID" && drc=0 || drc=$?
 	wait || true
-	signed_mods=() unsigned_mods=()
-	for m in many/*.ko; do
-		if "$C" verify --cert rsa.pem "$m" >/dev/null 2>&1; then
-			signed_mods+=("$m")
-		else
-			unsigned_mods+=("$m")
-		fi
-	done
+	verdicts rsa.pem many/*.ko >verdicts
+	[ "$(wc -l <verdicts)" -eq "$2" ] || { echo "verify gave $(wc -l <verdicts) verdicts of $2"; return 1; }
+	mapfile -t signed_mods < <(awk '$1 == "ok" { print $3 }' verdicts)
+	mapfile -t unsigned_mods < <(awk '$1 == "fail" { print $3 }' verdicts)
 }
 
 @test "tlog-kill9-loses-no-released-signature" {
