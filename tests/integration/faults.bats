@@ -76,16 +76,18 @@ tls_client_args() { # PORT
 # the client hashed, so a changed body cannot pass); prints "signed
 # untouched damaged temps".
 classify() {
-	local dir=$1 cert=$2 u=0 d=0 f changed=()
-	for f in "$dir"/*.ko; do
-		if cmp -s "$f" "$F/orig/${f##*/}"; then u=$((u + 1)); else changed+=("$f"); fi
-	done
-	if [ ${#changed[@]} -gt 0 ] && ! "$C" verify --cert "$cert" "${changed[@]}" >/dev/null 2>&1; then
-		for f in "${changed[@]}"; do
-			"$C" verify --cert "$cert" "$f" >/dev/null 2>&1 || { d=$((d + 1)); echo "damaged: $f" >&2; }
-		done
+	local dir=$1 cert=$2 d=0 names changed=()
+	# A few processes for the whole directory, not one per module: this
+	# runs 40 times over 120 modules.
+	names=$(cd "$dir" && ls -- *.ko)
+	mapfile -t changed < <((cd "$F/orig" && sha256sum -- $names) |
+		(cd "$dir" && sha256sum -c - 2>/dev/null) | sed -n "s|^\(.*\): FAILED.*\$|$dir/\1|p")
+	if [ ${#changed[@]} -gt 0 ]; then
+		verdicts "$cert" "${changed[@]}" | awk '$1 != "ok" { print "damaged: " $3 }' >"$T/damaged"
+		d=$(wc -l <"$T/damaged")
+		cat "$T/damaged" >&2
 	fi
-	echo "$((${#changed[@]} - d)) $u $d $(find "$dir" -name '.*.modsign-*' | wc -l)"
+	echo "$((${#changed[@]} - d)) $(($(wc -w <<<"$names") - ${#changed[@]})) $d $(find "$dir" -name '.*.modsign-*' | wc -l)"
 }
 
 orig_copies() { # DIR N: N original modules in a new DIR
