@@ -44,6 +44,11 @@ LIBS     := $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lcrypto -ljso
 # The client alone reads compressed modules (modsign-client/compress.c).
 COMP_PKGS := liblzma libzstd zlib
 COMP_LIBS := $(shell pkg-config --libs $(COMP_PKGS) 2>/dev/null || echo -llzma -lzstd -lz)
+# The client links only what its per-module call uses; libssl (a tls:
+# server), p11-kit (a pkcs11: key) and the COMP_PKGS (a compressed
+# module) it loads on first use (lib/dlopen.h; docs/PERFORMANCE.md,
+# "Lazy loading"). The unit tests and the PKCS#11 module link them all.
+CLIENT_LIBS := $(shell pkg-config --libs libcrypto json-c 2>/dev/null || echo -lcrypto -ljson-c)
 
 ifneq ($(SAN),)
 B        := build/san
@@ -78,7 +83,7 @@ $(B)/modsignd: $(DAEMON_OBJ) $(B)/libmodsign.a
 	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) -lpthread
 
 $(B)/modsign-client: $(CLIENT_OBJ) $(B)/libmodsign.a
-	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(LIBS) $(COMP_LIBS)
+	$(CC) $(ALL_LDFLAGS) -o $@ $^ $(CLIENT_LIBS)
 
 # The PKCS#11 module (docs/PKCS11.md): the client's connection,
 # config and requests, the very objects the client links, and the

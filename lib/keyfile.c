@@ -87,14 +87,15 @@ int keyfile_read(const char *path, EVP_PKEY **ret_key, X509 **ret_cert, char *wh
 	return r;
 }
 
-int keyfile_use_tls(SSL_CTX *ctx, const char *path, char *why, size_t why_size)
+int keyfile_use_tls(SSL_CTX *ctx, const struct keyfile_tls *ssl, const char *path, char *why,
+		    size_t why_size)
 {
 	_cleanup_(EVP_PKEY_freep) EVP_PKEY *pkey = NULL;
 	int r = keyfile_read(path, &pkey, NULL, why, why_size);
 
 	if (r < 0)
 		return r;
-	if (SSL_CTX_use_PrivateKey(ctx, pkey) != 1 || SSL_CTX_check_private_key(ctx) != 1) {
+	if (ssl->use_key(ctx, pkey) != 1 || ssl->check_key(ctx) != 1) {
 		snprintf(why, why_size, "%s: does not match the certificate", path);
 		ERR_clear_error();
 		return -EINVAL;

@@ -4,9 +4,10 @@
 
 #include "tlsgroups.h"
 
-int tlsgroups_set(SSL_CTX *ctx)
+int tlsgroups_set(SSL_CTX *ctx, tlsgroups_ctx_ctrl_fn *ctx_ctrl)
 {
-	if (SSL_CTX_set1_groups_list(ctx, TLSGROUPS_LIST) == 1)
+	/* SSL_CTX_set1_groups_list(ctx, TLSGROUPS_LIST), spelt out */
+	if (ctx_ctrl(ctx, SSL_CTRL_SET_GROUPS_LIST, 0, (char *)TLSGROUPS_LIST) == 1)
 		return 0;
 	ERR_clear_error();
 	return -EINVAL;

@@ -33,15 +33,25 @@
 #include "batch.h"
 #include "client.h"
 #include "commands.h"
+#include "dlopen.h"
 #include "paths.h"
 #include "util.h"
+
+/* p11-kit parses a pkcs11: KEY only: loaded when one is given
+ * (lib/dlopen.h), not by every per-module call. */
+#define P11KIT_SYMS(X)                                                         \
+	X(p11_kit_uri_new) X(p11_kit_uri_parse) X(p11_kit_uri_get_attribute)  \
+	X(p11_kit_uri_free)
+P11KIT_SYMS(DLSYM_POINTER)
+static const struct dlsym p11kit_syms[] = { P11KIT_SYMS(DLSYM_ENTRY) };
+static struct dlopen_lib p11kit_lib = DLOPEN_LIB("libp11-kit.so.0", p11kit_syms);
 
 /* The bytes of attribute @type of @uri as a key name (*@ret, a new
  * string), or *@ret NULL when the URI has none; -EINVAL for an empty one
  * or one with a NUL (percent-encoded: %00), which no key is named. */
 static int uri_name(P11KitUri *uri, CK_ATTRIBUTE_TYPE type, char **ret)
 {
-	CK_ATTRIBUTE *a = p11_kit_uri_get_attribute(uri, type);
+	CK_ATTRIBUTE *a = sym_p11_kit_uri_get_attribute(uri, type);
 
 	*ret = NULL;
 	if (!a)
@@ -56,17 +66,17 @@ static int uri_name(P11KitUri *uri, CK_ATTRIBUTE_TYPE type, char **ret)
 /* A pkcs11: KEY's daemon key: object=, else id=, else none (NULL). */
 static int key_from_uri(const char *arg, char **ret)
 {
-	P11KitUri *uri = p11_kit_uri_new();
+	P11KitUri *uri = sym_p11_kit_uri_new();
 	CK_ATTRIBUTE *cls;
 	int r = -EINVAL;
 
 	*ret = NULL;
 	if (!uri)
 		return -ENOMEM;
-	if (p11_kit_uri_parse(arg, P11_KIT_URI_FOR_OBJECT_ON_TOKEN_AND_MODULE, uri) !=
+	if (sym_p11_kit_uri_parse(arg, P11_KIT_URI_FOR_OBJECT_ON_TOKEN_AND_MODULE, uri) !=
 	    P11_KIT_URI_OK)
 		goto out;
-	cls = p11_kit_uri_get_attribute(uri, CKA_CLASS);
+	cls = sym_p11_kit_uri_get_attribute(uri, CKA_CLASS);
 	if (cls && (cls->ulValueLen != sizeof(CK_OBJECT_CLASS) ||
 		    *(CK_OBJECT_CLASS *)cls->pValue != CKO_PRIVATE_KEY))
 		goto out; /* type=cert or public: not a key to sign with */
@@ -74,7 +84,7 @@ static int key_from_uri(const char *arg, char **ret)
 	if (r == 0 && !*ret)
 		r = uri_name(uri, CKA_ID, ret);
 out:
-	p11_kit_uri_free(uri);
+	sym_p11_kit_uri_free(uri);
 	return r;
 }
 
@@ -97,10 +107,11 @@ out:
  *
  * Which key signs is still pinned by X509 (batch_pin_cert()).  A pkcs11:
  * URI that is malformed, names no private key or an empty name is
- * refused: -EINVAL, said.
+ * refused: -EINVAL, said; so is p11-kit that cannot be loaded: -ELIBACC.
  */
 static int key_arg(const char *arg, char **ret)
 {
+	char why[256];
 	int r;
 
 	*ret = NULL;
@@ -108,6 +119,11 @@ static int key_arg(const char *arg, char **ret)
 		return (*ret = strdup(arg + 8)) ? 0 : -ENOMEM;
 	if (strncmp(arg, "pkcs11:", 7) != 0)
 		return 0;
+	r = dlopen_lib_load(&p11kit_lib, why, sizeof(why));
+	if (r < 0) {
+		warn_msg("key '%s': cannot load %s to parse it: %s", arg, p11kit_lib.soname, why);
+		return r;
+	}
 	r = key_from_uri(arg, ret);
 	if (r == -EINVAL)
 		warn_msg("key '%s': not a pkcs11: URI of a daemon key "
@@ -187,9 +203,14 @@ static int sign_file_attach(const char *sig, const char *hash, const char *x509,
  * caller frees it after @o's use); the exit status if they are wrong. */
 static int sign_file_args(char **args, struct batch_opts *o, char **keyname)
 {
+	int r;
+
 	o->md = client_hash_arg(args[0]);
-	if (!o->md || key_arg(args[1], keyname) < 0)
+	if (!o->md)
 		return EXIT_USAGE;
+	r = key_arg(args[1], keyname);
+	if (r < 0)
+		return r == -ELIBACC ? 1 : EXIT_USAGE; /* not the caller's mistake */
 	o->key = *keyname;
 	return batch_pin_cert(o, args[2]) < 0 ? 1 : 0;
 }

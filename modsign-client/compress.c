@@ -13,6 +13,10 @@
  * difference is kept: the kernel sees only the decoded module, which
  * is what is signed, and matching gzip would mean running it
  * (compressed.bats checks that each tool decodes what we write).
+ *
+ * Each library is loaded when a module in its format is first met
+ * (lib/dlopen.h): kbuild's per-module call on an uncompressed module,
+ * the common case, maps none of the three.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,7 +30,40 @@
 #include <zstd_errors.h>
 
 #include "compress.h"
+#include "dlopen.h"
 #include "util.h"
+
+/* What each format calls, written once: the pointers and the tables.
+ * zlib's inflateInit2() and deflateInit2() are macros for the calls with
+ * a trailing _ (the header's version and z_stream size as arguments). */
+#define LZMA_SYMS(X)                                                           \
+	X(lzma_stream_decoder) X(lzma_lzma_preset) X(lzma_stream_encoder_mt)   \
+	X(lzma_code) X(lzma_end)
+#define ZSTD_SYMS(X)                                                           \
+	X(ZSTD_isError) X(ZSTD_getErrorCode) X(ZSTD_createDCtx)                \
+	X(ZSTD_DCtx_setParameter) X(ZSTD_decompressStream) X(ZSTD_freeDCtx)    \
+	X(ZSTD_createCCtx) X(ZSTD_CCtx_setParameter)                           \
+	X(ZSTD_CCtx_setPledgedSrcSize) X(ZSTD_compressStream2) X(ZSTD_freeCCtx)
+#define ZLIB_SYMS(X)                                                           \
+	X(inflateInit2_) X(deflateInit2_) X(inflate) X(deflate) X(inflateEnd)  \
+	X(deflateEnd)
+
+LZMA_SYMS(DLSYM_POINTER)
+ZSTD_SYMS(DLSYM_POINTER)
+ZLIB_SYMS(DLSYM_POINTER)
+
+static const struct dlsym lzma_syms[] = { LZMA_SYMS(DLSYM_ENTRY) };
+static const struct dlsym zstd_syms[] = { ZSTD_SYMS(DLSYM_ENTRY) };
+static const struct dlsym zlib_syms[] = { ZLIB_SYMS(DLSYM_ENTRY) };
+
+static struct dlopen_lib lzma_lib = DLOPEN_LIB("liblzma.so.5", lzma_syms);
+static struct dlopen_lib zstd_lib = DLOPEN_LIB("libzstd.so.1", zstd_syms);
+static struct dlopen_lib zlib_lib = DLOPEN_LIB("libz.so.1", zlib_syms);
+
+/* The last load that failed, for compress_strerror(): the client is one
+ * thread. */
+static const char *load_failed_soname;
+static char load_failed_why[256];
 
 #define CHUNK (64u * 1024)
 
@@ -46,9 +83,10 @@ struct zbuf {
 	size_t out_len;
 };
 
-/* A format's codec: init (@len: the input's size when encoding), a step
- * (1: the stream ended, 0: more, -errno), and its end. */
+/* A format's codec: its library, init (@len: the input's size when
+ * encoding), a step (1: the stream ended, 0: more, -errno), and its end. */
 struct codec {
+	struct dlopen_lib *lib;
 	int (*init)(union zstate *s, uint64_t len);
 	int (*step)(union zstate *s, struct zbuf *b, bool finish);
 	void (*end)(union zstate *s);
@@ -77,7 +115,7 @@ static int xz_errno(lzma_ret ret)
 static int xz_dec_init(union zstate *s, uint64_t len _unused_)
 {
 	s->xz = (lzma_stream)LZMA_STREAM_INIT;
-	return lzma_stream_decoder(&s->xz, COMPRESS_MAX_MEM, 0) == LZMA_OK ? 0 : -ENOMEM;
+	return sym_lzma_stream_decoder(&s->xz, COMPRESS_MAX_MEM, 0) == LZMA_OK ? 0 : -ENOMEM;
 }
 
 /*
@@ -96,11 +134,11 @@ static int xz_enc_init(union zstate *s, uint64_t len _unused_)
 				  { LZMA_VLI_UNKNOWN, NULL } };
 	lzma_mt mt = { .threads = 1, .filters = filters, .check = LZMA_CHECK_CRC32 };
 
-	if (lzma_lzma_preset(&opt, 6))
+	if (sym_lzma_lzma_preset(&opt, 6))
 		return -EINVAL;
 	opt.dict_size = 1u << 20;
 	s->xz = (lzma_stream)LZMA_STREAM_INIT;
-	return lzma_stream_encoder_mt(&s->xz, &mt) == LZMA_OK ? 0 : -ENOMEM;
+	return sym_lzma_stream_encoder_mt(&s->xz, &mt) == LZMA_OK ? 0 : -ENOMEM;
 }
 
 static int xz_step(union zstate *s, struct zbuf *b, bool finish)
@@ -111,7 +149,7 @@ static int xz_step(union zstate *s, struct zbuf *b, bool finish)
 	s->xz.avail_in = b->in_len;
 	s->xz.next_out = b->out;
 	s->xz.avail_out = b->out_len;
-	ret = lzma_code(&s->xz, finish ? LZMA_FINISH : LZMA_RUN);
+	ret = sym_lzma_code(&s->xz, finish ? LZMA_FINISH : LZMA_RUN);
 	b->in = s->xz.next_in;
 	b->in_len = s->xz.avail_in;
 	b->out = s->xz.next_out;
@@ -121,49 +159,49 @@ static int xz_step(union zstate *s, struct zbuf *b, bool finish)
 
 static void xz_end(union zstate *s)
 {
-	lzma_end(&s->xz);
+	sym_lzma_end(&s->xz);
 }
 
 /* ---- zstd (libzstd) ---- */
 
 static int zstd_errno(size_t ret)
 {
-	if (!ZSTD_isError(ret))
+	if (!sym_ZSTD_isError(ret))
 		return 0;
-	if (ZSTD_getErrorCode(ret) == ZSTD_error_memory_allocation)
+	if (sym_ZSTD_getErrorCode(ret) == ZSTD_error_memory_allocation)
 		return -ENOMEM;
-	if (ZSTD_getErrorCode(ret) == ZSTD_error_frameParameter_windowTooLarge)
+	if (sym_ZSTD_getErrorCode(ret) == ZSTD_error_frameParameter_windowTooLarge)
 		return -E2BIG;
 	return -EBADMSG;
 }
 
 static int zstd_dec_init(union zstate *s, uint64_t len _unused_)
 {
-	s->zd = ZSTD_createDCtx();
+	s->zd = sym_ZSTD_createDCtx();
 	if (!s->zd)
 		return -ENOMEM;
 	/* 2^27 = COMPRESS_MAX_MEM */
-	return zstd_errno(ZSTD_DCtx_setParameter(s->zd, ZSTD_d_windowLogMax, 27));
+	return zstd_errno(sym_ZSTD_DCtx_setParameter(s->zd, ZSTD_d_windowLogMax, 27));
 }
 
 static int zstd_dec_step(union zstate *s, struct zbuf *b, bool finish _unused_)
 {
 	ZSTD_inBuffer in = { b->in, b->in_len, 0 };
 	ZSTD_outBuffer out = { b->out, b->out_len, 0 };
-	size_t ret = ZSTD_decompressStream(s->zd, &out, &in);
+	size_t ret = sym_ZSTD_decompressStream(s->zd, &out, &in);
 
 	b->in += in.pos;
 	b->in_len -= in.pos;
 	b->out += out.pos;
 	b->out_len -= out.pos;
-	if (ZSTD_isError(ret))
+	if (sym_ZSTD_isError(ret))
 		return zstd_errno(ret);
 	return ret == 0 ? 1 : 0; /* 0: a frame is complete and flushed */
 }
 
 static void zstd_dec_end(union zstate *s)
 {
-	ZSTD_freeDCtx(s->zd);
+	sym_ZSTD_freeDCtx(s->zd);
 }
 
 /* zstd -q: level 3, a checksum, the content size in the header (the
@@ -172,14 +210,14 @@ static int zstd_enc_init(union zstate *s, uint64_t len)
 {
 	int r;
 
-	s->zc = ZSTD_createCCtx();
+	s->zc = sym_ZSTD_createCCtx();
 	if (!s->zc)
 		return -ENOMEM;
-	r = zstd_errno(ZSTD_CCtx_setParameter(s->zc, ZSTD_c_compressionLevel, 3));
+	r = zstd_errno(sym_ZSTD_CCtx_setParameter(s->zc, ZSTD_c_compressionLevel, 3));
 	if (r == 0)
-		r = zstd_errno(ZSTD_CCtx_setParameter(s->zc, ZSTD_c_checksumFlag, 1));
+		r = zstd_errno(sym_ZSTD_CCtx_setParameter(s->zc, ZSTD_c_checksumFlag, 1));
 	if (r == 0)
-		r = zstd_errno(ZSTD_CCtx_setPledgedSrcSize(s->zc, len));
+		r = zstd_errno(sym_ZSTD_CCtx_setPledgedSrcSize(s->zc, len));
 	return r < 0 ? -EINVAL : 0;
 }
 
@@ -187,20 +225,20 @@ static int zstd_enc_step(union zstate *s, struct zbuf *b, bool finish)
 {
 	ZSTD_inBuffer in = { b->in, b->in_len, 0 };
 	ZSTD_outBuffer out = { b->out, b->out_len, 0 };
-	size_t ret = ZSTD_compressStream2(s->zc, &out, &in, finish ? ZSTD_e_end : ZSTD_e_continue);
+	size_t ret = sym_ZSTD_compressStream2(s->zc, &out, &in, finish ? ZSTD_e_end : ZSTD_e_continue);
 
 	b->in += in.pos;
 	b->in_len -= in.pos;
 	b->out += out.pos;
 	b->out_len -= out.pos;
-	if (ZSTD_isError(ret))
+	if (sym_ZSTD_isError(ret))
 		return zstd_errno(ret);
 	return finish && ret == 0 ? 1 : 0;
 }
 
 static void zstd_enc_end(union zstate *s)
 {
-	ZSTD_freeCCtx(s->zc);
+	sym_ZSTD_freeCCtx(s->zc);
 }
 
 /* ---- gzip (zlib) ---- */
@@ -224,7 +262,7 @@ static int gz_errno(int ret)
 static int gz_dec_init(union zstate *s, uint64_t len _unused_)
 {
 	s->gz = (z_stream){ 0 };
-	return inflateInit2(&s->gz, 16 + 15) == Z_OK ? 0 : -ENOMEM;
+	return sym_inflateInit2_(&s->gz, 16 + 15, ZLIB_VERSION, (int)sizeof(z_stream)) == Z_OK ? 0 : -ENOMEM;
 }
 
 /* gzip -n: level 6; zlib's header is then gzip's (mtime 0, no name, XFL
@@ -232,7 +270,8 @@ static int gz_dec_init(union zstate *s, uint64_t len _unused_)
 static int gz_enc_init(union zstate *s, uint64_t len _unused_)
 {
 	s->gz = (z_stream){ 0 };
-	return deflateInit2(&s->gz, 6, Z_DEFLATED, 16 + 15, 8, Z_DEFAULT_STRATEGY) == Z_OK ?
+	return sym_deflateInit2_(&s->gz, 6, Z_DEFLATED, 16 + 15, 8, Z_DEFAULT_STRATEGY,
+				 ZLIB_VERSION, (int)sizeof(z_stream)) == Z_OK ?
 		       0 :
 		       -ENOMEM;
 }
@@ -245,7 +284,8 @@ static int gz_step(union zstate *s, struct zbuf *b, bool finish, bool enc)
 	s->gz.avail_in = (uInt)b->in_len;
 	s->gz.next_out = b->out;
 	s->gz.avail_out = (uInt)b->out_len;
-	ret = enc ? deflate(&s->gz, finish ? Z_FINISH : Z_NO_FLUSH) : inflate(&s->gz, Z_NO_FLUSH);
+	ret = enc ? sym_deflate(&s->gz, finish ? Z_FINISH : Z_NO_FLUSH) :
+		    sym_inflate(&s->gz, Z_NO_FLUSH);
 	b->in = s->gz.next_in;
 	b->in_len = s->gz.avail_in;
 	b->out = s->gz.next_out;
@@ -265,12 +305,12 @@ static int gz_enc_step(union zstate *s, struct zbuf *b, bool finish)
 
 static void gz_dec_end(union zstate *s)
 {
-	inflateEnd(&s->gz);
+	sym_inflateEnd(&s->gz);
 }
 
 static void gz_enc_end(union zstate *s)
 {
-	deflateEnd(&s->gz);
+	sym_deflateEnd(&s->gz);
 }
 
 /* ---- the pump ---- */
@@ -289,7 +329,13 @@ static int pump(const struct codec *codec, bool decoding, int in, uint64_t len, 
 	union zstate s;
 	uint64_t off = 0, total = 0;
 	bool eof = false;
-	int r = codec->init(&s, len);
+	int r = dlopen_lib_load(codec->lib, load_failed_why, sizeof(load_failed_why));
+
+	if (r < 0) {
+		load_failed_soname = codec->lib->soname;
+		return r;
+	}
+	r = codec->init(&s, len);
 
 	while (r >= 0) {
 		size_t produced, taken = b.in_len;
@@ -340,12 +386,12 @@ static int pump(const struct codec *codec, bool decoding, int in, uint64_t len, 
 	return r;
 }
 
-static const struct codec xz_dec = { xz_dec_init, xz_step, xz_end };
-static const struct codec xz_enc = { xz_enc_init, xz_step, xz_end };
-static const struct codec zstd_dec = { zstd_dec_init, zstd_dec_step, zstd_dec_end };
-static const struct codec zstd_enc = { zstd_enc_init, zstd_enc_step, zstd_enc_end };
-static const struct codec gz_dec = { gz_dec_init, gz_dec_step, gz_dec_end };
-static const struct codec gz_enc = { gz_enc_init, gz_enc_step, gz_enc_end };
+static const struct codec xz_dec = { &lzma_lib, xz_dec_init, xz_step, xz_end };
+static const struct codec xz_enc = { &lzma_lib, xz_enc_init, xz_step, xz_end };
+static const struct codec zstd_dec = { &zstd_lib, zstd_dec_init, zstd_dec_step, zstd_dec_end };
+static const struct codec zstd_enc = { &zstd_lib, zstd_enc_init, zstd_enc_step, zstd_enc_end };
+static const struct codec gz_dec = { &zlib_lib, gz_dec_init, gz_dec_step, gz_dec_end };
+static const struct codec gz_enc = { &zlib_lib, gz_enc_init, gz_enc_step, gz_enc_end };
 
 static int xz_decode(int in, int out, uint64_t max)
 {
@@ -440,6 +486,10 @@ const char *compress_strerror(const struct compressor *c, int r, char *buf, size
 		break;
 	case -ESTALE:
 		snprintf(buf, size, "changed while being compressed");
+		break;
+	case -ELIBACC:
+		snprintf(buf, size, "%s: cannot load %s: %s", name,
+			 load_failed_soname ?: "its library", load_failed_why);
 		break;
 	default:
 		snprintf(buf, size, "%s: %s", name, strerror(-r));

@@ -25,6 +25,8 @@
  *   -EFBIG    decodes to more than the caller's @max bytes
  *   -E2BIG    needs more memory to decode than COMPRESS_MAX_MEM
  *   -ESTALE   the input to encode shrank under us
+ *   -ELIBACC  the format's library (liblzma, libzstd, zlib: loaded on
+ *             first use, lib/dlopen.h) cannot be loaded
  * and read/write/allocation errors.  compress_strerror() words them.
  */
 

@@ -3,6 +3,11 @@
  * The TLS transport of conn.c: TLS 1.3, the server verified against
  * --tls-ca, the name it was asked for and serverAuth (expect_server()),
  * our certificate for mutual TLS.
+ *
+ * libssl is loaded here, when a tls: server is first opened
+ * (lib/dlopen.h): the per-module call over the local socket never maps
+ * it.  The PKCS#11 module, which links these objects and libssl too,
+ * gets the same handle.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,9 +25,25 @@
 #include <unistd.h>
 
 #include "conn-internal.h"
+#include "dlopen.h"
 #include "keyfile.h"
 #include "tlsgroups.h"
 #include "util.h"
+
+/* Every libssl call of the client.  Macros of ssl.h are SSL_ctrl() and
+ * SSL_CTX_ctrl() with a command, spelt out where they are used. */
+#define SSL_SYMS(X)                                                            \
+	X(TLS_client_method) X(SSL_CTX_new) X(SSL_CTX_free) X(SSL_CTX_ctrl)    \
+	X(SSL_CTX_set_verify) X(SSL_CTX_load_verify_locations)                 \
+	X(SSL_CTX_use_certificate_chain_file) X(SSL_CTX_use_PrivateKey)        \
+	X(SSL_CTX_check_private_key) X(SSL_new) X(SSL_free) X(SSL_ctrl)        \
+	X(SSL_set_fd) X(SSL_set_verify) X(SSL_set_purpose) X(SSL_set_hostflags) \
+	X(SSL_get0_param) X(SSL_set1_host) X(SSL_connect)                      \
+	X(SSL_get_verify_result) X(SSL_read_ex) X(SSL_write_ex)                \
+	X(SSL_get_error) X(SSL_pending)
+SSL_SYMS(DLSYM_POINTER)
+static const struct dlsym ssl_syms[] = { SSL_SYMS(DLSYM_ENTRY) };
+static struct dlopen_lib ssl_lib = DLOPEN_LIB("libssl.so.3", ssl_syms);
 
 struct tls_state {
 	SSL_CTX *ctx;
@@ -127,17 +148,18 @@ static int expect_server(SSL *ssl, const char *host)
 {
 	unsigned char a[sizeof(struct in6_addr)];
 
-	SSL_set_verify(ssl, SSL_VERIFY_PEER, server_leaf_cb);
-	SSL_set_purpose(ssl, X509_PURPOSE_SSL_SERVER);
-	SSL_set_hostflags(ssl, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT |
+	sym_SSL_set_verify(ssl, SSL_VERIFY_PEER, server_leaf_cb);
+	sym_SSL_set_purpose(ssl, X509_PURPOSE_SSL_SERVER);
+	sym_SSL_set_hostflags(ssl, X509_CHECK_FLAG_NEVER_CHECK_SUBJECT |
 				       X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
 	/* An address in inet_pton()'s form, the one getaddrinfo() connected
 	 * to (odd_address() refused the others); no SNI (RFC 6066 3). */
 	if (inet_pton(AF_INET, host, a) == 1 || inet_pton(AF_INET6, host, a) == 1)
-		return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 ? 0 :
+		return X509_VERIFY_PARAM_set1_ip_asc(sym_SSL_get0_param(ssl), host) == 1 ? 0 :
 										      -ENOMEM;
-	SSL_set_tlsext_host_name(ssl, host);
-	return SSL_set1_host(ssl, host) == 1 ? 0 : -ENOMEM;
+	/* SSL_set_tlsext_host_name(ssl, host) */
+	sym_SSL_ctrl(ssl, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name, (char *)host);
+	return sym_SSL_set1_host(ssl, host) == 1 ? 0 : -ENOMEM;
 }
 
 /*
@@ -167,7 +189,7 @@ static bool odd_address(const char *host)
 static const char *handshake_reason(SSL *ssl)
 {
 	static char buf[384]; /* one client, one handshake at a time */
-	long v = SSL_get_verify_result(ssl);
+	long v = sym_SSL_get_verify_result(ssl);
 	const char *r = ssl_reason();
 
 	if (v == X509_V_OK)
@@ -179,27 +201,29 @@ static const char *handshake_reason(SSL *ssl)
 static int tls_context(const struct conn_tls *tls, SSL_CTX **ret, const char **ret_err)
 {
 	static char key_why[PATH_MAX + 128]; /* *@ret_err: one client, one context */
-	SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+	const struct keyfile_tls ssl = { sym_SSL_CTX_use_PrivateKey, sym_SSL_CTX_check_private_key };
+	SSL_CTX *ctx = sym_SSL_CTX_new(sym_TLS_client_method());
 
 	if (!ctx)
 		return -ENOMEM;
-	SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
-	SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	if (tlsgroups_set(ctx) < 0)
+	/* SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) */
+	sym_SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_3_VERSION, NULL);
+	sym_SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+	if (tlsgroups_set(ctx, sym_SSL_CTX_ctrl) < 0)
 		*ret_err = "tls: none of the groups " TLSGROUPS_LIST " available";
 	else if (!tls || !tls->ca)
 		*ret_err = "tls: servers need --tls-ca";
-	else if (SSL_CTX_load_verify_locations(ctx, tls->ca, NULL) != 1)
+	else if (sym_SSL_CTX_load_verify_locations(ctx, tls->ca, NULL) != 1)
 		*ret_err = tls->ca;
-	else if (tls->cert && SSL_CTX_use_certificate_chain_file(ctx, tls->cert) != 1)
+	else if (tls->cert && sym_SSL_CTX_use_certificate_chain_file(ctx, tls->cert) != 1)
 		*ret_err = tls->cert;
-	else if (tls->key && keyfile_use_tls(ctx, tls->key, key_why, sizeof(key_why)) < 0)
+	else if (tls->key && keyfile_use_tls(ctx, &ssl, tls->key, key_why, sizeof(key_why)) < 0)
 		*ret_err = key_why; /* refused as every key file is: mode, owner, link */
 	else {
 		*ret = ctx;
 		return 0;
 	}
-	SSL_CTX_free(ctx);
+	sym_SSL_CTX_free(ctx);
 	ERR_clear_error();
 	return -EINVAL;
 }
@@ -208,9 +232,9 @@ static ssize_t tls_xfer(struct conn *c, void *buf, size_t len, bool out)
 {
 	struct tls_state *t = c->tls;
 	size_t done = 0;
-	int ok = out ? SSL_write_ex(t->ssl, buf, len, &done) :
-		       SSL_read_ex(t->ssl, buf, len, &done);
-	int e = ok ? SSL_ERROR_NONE : SSL_get_error(t->ssl, 0);
+	int ok = out ? sym_SSL_write_ex(t->ssl, buf, len, &done) :
+		       sym_SSL_read_ex(t->ssl, buf, len, &done);
+	int e = ok ? SSL_ERROR_NONE : sym_SSL_get_error(t->ssl, 0);
 
 	if (ok)
 		return (ssize_t)done;
@@ -231,7 +255,7 @@ static ssize_t tls_read_waiting(struct conn *c, void *buf, size_t len)
 	size_t got = 0;
 
 	ERR_clear_error();
-	if (SSL_read_ex(t->ssl, buf, len, &got) == 1)
+	if (sym_SSL_read_ex(t->ssl, buf, len, &got) == 1)
 		return (ssize_t)got;
 	if (ERR_peek_last_error())
 		conn_note_refusal(c, ssl_reason());
@@ -242,7 +266,7 @@ static size_t tls_pending(const struct conn *c)
 {
 	struct tls_state *t = c->tls;
 
-	return t && t->ssl ? (size_t)SSL_pending(t->ssl) : 0;
+	return t && t->ssl ? (size_t)sym_SSL_pending(t->ssl) : 0;
 }
 
 static void tls_free(struct conn *c)
@@ -251,8 +275,8 @@ static void tls_free(struct conn *c)
 
 	if (!t)
 		return;
-	SSL_free(t->ssl);
-	SSL_CTX_free(t->ctx);
+	sym_SSL_free(t->ssl);
+	sym_SSL_CTX_free(t->ctx);
 	free(t);
 	c->tls = NULL;
 }
@@ -263,6 +287,20 @@ static const struct conn_ops tls_ops = {
 	.free = tls_free,
 	.pending = tls_pending,
 };
+
+/* libssl, on the first tls: server; its failure in *@ret_err, naming it. */
+static int load_libssl(const char **ret_err)
+{
+	static char why[320]; /* *@ret_err: one client, one server at a time */
+	char e[256];
+	int r = dlopen_lib_load(&ssl_lib, e, sizeof(e));
+
+	if (r < 0) {
+		snprintf(why, sizeof(why), "cannot load %s: %s", ssl_lib.soname, e);
+		*ret_err = why;
+	}
+	return r;
+}
 
 /* Connect, then check the server's certificate names the host we asked
  * for (the target's name, whichever of its addresses we reach) and is a
@@ -287,6 +325,9 @@ int conn_open_tls(struct conn *c, const struct conn_target *target,
 			 "an IPv6 one without %%zone", NI_MAXHOST, host);
 		return (*ret_err = why), -EINVAL;
 	}
+	r = load_libssl(ret_err);
+	if (r < 0)
+		return r;
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
@@ -306,13 +347,13 @@ int conn_open_tls(struct conn *c, const struct conn_target *target,
 		c->fd = connect_tcp(host, port, timeout_ms, ret_err);
 	if (c->fd < 0)
 		return c->fd;
-	t->ssl = SSL_new(t->ctx);
-	if (!t->ssl || SSL_set_fd(t->ssl, c->fd) != 1)
+	t->ssl = sym_SSL_new(t->ctx);
+	if (!t->ssl || sym_SSL_set_fd(t->ssl, c->fd) != 1)
 		return -ENOMEM;
 	if (expect_server(t->ssl, host) < 0)
 		return -ENOMEM;
 	ERR_clear_error();
-	if (SSL_connect(t->ssl) != 1)
+	if (sym_SSL_connect(t->ssl) != 1)
 		return (*ret_err = errno == EAGAIN ? "TLS handshake timed out" :
 						     handshake_reason(t->ssl)),
 		       -EPROTO;

@@ -129,7 +129,7 @@ static int check_format(struct modfile *m, const uint8_t *head, size_t len,
  * becomes m->fd (m->file stays the file on disk). */
 static int decompress(struct modfile *m, const char **ret_err)
 {
-	char buf[96];
+	char buf[256]; /* compress_strerror(): a library that would not load, named */
 	int fd = memfd_create("modsign-module", MFD_CLOEXEC), r;
 
 	if (fd < 0)
@@ -576,7 +576,7 @@ static int prepare_in_dir(struct modfile *m, const char **ret_err)
 static int compress_out(struct modfile *m, const uint8_t *sig, size_t sig_len,
 			const char **ret_err)
 {
-	char buf[96];
+	char buf[256]; /* compress_strerror(): a library that would not load, named */
 	size_t len = m->sig.body_len + (sig ? sig_len + MODSIG_TRAILER_LEN : 0);
 	int r;
 

@@ -162,3 +162,121 @@ PY
 	assert_failure
 	assert_equal "$(sha c.ko)" "$sum"
 }
+
+# ---- lazy loading (lib/dlopen.h, issue 34) -----------------------------------
+
+# libs_of CMD...: CMD's status, with the sonames of every library its
+# process mapped (the loader's own account, LD_DEBUG=files: linked and
+# dlopen()ed alike) in ./libs, one a line.
+libs_of() {
+	local rc=0
+
+	rm -f ld.*
+	LD_DEBUG=files LD_DEBUG_OUTPUT=$PWD/ld "$@" || rc=$?
+	cat ld.* | sed -n 's/.*file=\(lib[^ ]*\) \[0\];  \(needed\|dynamically\).*/\1/p' |
+		sort -u >libs
+	return $rc
+}
+
+# extra_libs: the libraries in ./libs beyond what every call maps: the
+# client's libcrypto, json-c and libc, and what those link themselves
+# (Debian 13's libcrypto links zlib and libzstd: there they are never
+# the client's to leave out).
+extra_libs() {
+	local f
+
+	{
+		printf '%s\n' libcrypto.so.3 libjson-c.so.5 libc.so.6
+		for f in $(ldd "$CLIENT" | awk '$1 ~ /^lib(crypto|json-c)\.so/ { print $3 }'); do
+			ldd "$f" | awk '/=>/ { print $1 }'
+		done
+	} | sort -u >base
+	comm -23 libs base
+}
+
+@test "client-links-only-libcrypto-json-c" {
+	# What the per-module call needs; the rest is loaded on first use.
+	run sh -c "readelf -d '$CLIENT' | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort | xargs"
+	assert_output "libc.so.6 libcrypto.so.3 libjson-c.so.5"
+}
+
+@test "lazy-plain-module-loads-no-tls-p11-or-compressor" {
+	# kbuild's call on an uncompressed module over the local socket maps
+	# none of libssl, p11-kit (libffi), liblzma, libzstd, zlib (but those
+	# libcrypto links itself: extra_libs).
+	fresh a.ko
+	run libs_of "$C" sign-file sha256 modsign:default "$F/cert.pem" a.ko
+	assert_success
+	run grep -q '^libcrypto\.so\.3$' libs # the account is there at all
+	assert_success
+	run extra_libs
+	assert_output ""
+	run "$C" verify --cert "$F/cert.pem" a.ko
+	assert_success
+}
+
+# lazy_compressed EXT TOOL... SONAME: a .ko.EXT signed maps SONAME, and
+# nothing else beyond what every call maps.
+lazy_compressed() {
+	local ext=$1 soname=${*: -1}
+
+	fresh m.ko
+	"${@:2:$#-2}" m.ko
+	run libs_of "$C" sign-file sha256 modsign:default "$F/cert.pem" "m.ko.$ext"
+	assert_success
+	run grep -qx "$soname" libs
+	assert_success
+	extra_libs >extra
+	run grep -vx "$soname" extra
+	assert_failure
+	run "$C" verify --cert "$F/cert.pem" "m.ko.$ext"
+	assert_success
+}
+
+@test "lazy-xz-module-loads-liblzma" { lazy_compressed xz xz --check=crc32 liblzma.so.5; }
+@test "lazy-zst-module-loads-libzstd" { lazy_compressed zst zstd -q --rm libzstd.so.1; }
+@test "lazy-gz-module-loads-zlib" { lazy_compressed gz gzip -n libz.so.1; }
+
+@test "lazy-tls-server-loads-libssl" {
+	# Nothing listens on port 1: the call fails, after libssl is loaded.
+	fresh a.ko
+	sum=$(sha a.ko)
+	run libs_of "$C" --server tls:127.0.0.1:1 --tls-ca "$F/cert.pem" \
+		sign-file sha256 modsign:default "$F/cert.pem" a.ko
+	assert_failure
+	run grep -qx libssl.so.3 libs
+	assert_success
+	run extra_libs
+	assert_output libssl.so.3
+	assert_equal "$(sha a.ko)" "$sum"
+}
+
+@test "lazy-pkcs11-key-loads-p11-kit" {
+	fresh a.ko
+	run libs_of "$C" sign-file sha256 pkcs11:object=default "$F/cert.pem" a.ko
+	assert_success
+	run grep -qx libp11-kit.so.0 libs
+	assert_success
+	extra_libs >extra
+	run xargs <extra
+	assert_output "libffi.so.8 libp11-kit.so.0"
+	run "$C" verify --cert "$F/cert.pem" a.ko
+	assert_success
+}
+
+@test "lazy-liblzma-unloadable-one-line-module-untouched" {
+	# liblzma's file made empty for this process alone (a mount
+	# namespace): one line naming it, a failure, not a byte written.
+	[ "$(id -u)" = 0 ] || skip "needs root for a mount namespace"
+	lib=$(readlink -f "$(ldconfig -p | awk '$1 == "liblzma.so.5" { print $NF; exit }')")
+	[ -f "$lib" ]
+	fresh m.ko
+	xz --check=crc32 m.ko
+	cp m.ko.xz before.xz
+	run unshare -m sh -c 'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$lib" \
+		"$C" sign-file sha256 modsign:default "$F/cert.pem" m.ko.xz
+	assert_failure
+	assert_equal "${#lines[@]}" 1
+	assert_output --regexp "m\.ko\.xz: .*cannot load liblzma\.so\.5: .*liblzma"
+	cmp before.xz m.ko.xz
+}

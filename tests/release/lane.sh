@@ -31,6 +31,9 @@
 #   pkcs11-module       modsign-pkcs11.so under that release's p11-kit,
 #                       libp11 engine and pkcs11-provider (Debian 13 has
 #                       it; sign-file's pkcs11: keys through it)
+#   per-module          the client's libraries loaded on first use, against
+#                       what that release's libcrypto links itself
+#                       (Debian 13's: zlib and libzstd; issue 34)
 # The other suites (attack-*, concurrency, faults, load, tlog, ...) test the
 # daemon's own logic on the same libraries; they run on this machine's
 # release in tests/run.sh, and would cost make check minutes here for
@@ -40,7 +43,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 release=${1:?usage: tests/release/lane.sh RELEASE [SUITE...]}
 shift
 all=(unit basic identity sign-file-detached hsm tls systemd errors make-demo mldsa
-	compressed dkms pkcs11-module)
+	compressed dkms pkcs11-module per-module)
 
 if [ "${1:-}" != --inside ]; then
 	for s; do

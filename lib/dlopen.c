@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+
+#include "dlopen.h"
+
+/* One lock for every library: loading is rare and short. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int failed(void *handle, char *why, size_t why_size)
+{
+	const char *e = dlerror();
+
+	snprintf(why, why_size, "%s", e ? e : "unknown error");
+	if (handle)
+		dlclose(handle);
+	return -ELIBACC;
+}
+
+/* On a missing symbol the pointers set so far are cleared again: the
+ * table is all of the library's or none of it. */
+static int load_locked(struct dlopen_lib *lib, char *why, size_t why_size)
+{
+	void *h;
+	size_t i;
+	int r;
+
+	dlerror();
+	h = dlopen(lib->soname, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return failed(NULL, why, why_size);
+	for (i = 0; i < lib->n_syms; i++) {
+		dlerror();
+		*lib->syms[i].ptr = dlsym(h, lib->syms[i].name);
+		if (!*lib->syms[i].ptr)
+			break;
+	}
+	if (i == lib->n_syms) {
+		lib->handle = h;
+		return 0;
+	}
+	r = failed(h, why, why_size);
+	while (i > 0)
+		*lib->syms[--i].ptr = NULL;
+	return r;
+}
+
+int dlopen_lib_load(struct dlopen_lib *lib, char *why, size_t why_size)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&lock);
+	if (!lib->handle)
+		r = load_locked(lib, why, why_size);
+	pthread_mutex_unlock(&lock);
+	return r;
+}
