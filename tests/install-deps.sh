@@ -60,7 +60,7 @@ done
 [ -z "$list" ] || { echo "${pkgs[*]}"; exit 0; }
 missing=()
 for p in "${pkgs[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep "install ok installed" > /dev/null ||
 		missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0

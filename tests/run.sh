@@ -119,7 +119,7 @@ run_suite() {
 	(${1#* } >"$out/$name.log" 2>&1 </dev/null; rc=$?; times >"$out/$name.cpu"; exit $rc)
 	rc=$?
 	{
-		grep -E '^(PASS|FAIL|SKIP|NOTE) ' "$out/$name.log"
+		grep -E '^(PASS|FAIL|SKIP) ' "$out/$name.log"
 		# A suite that dies without reporting a failure still fails.
 		if [ "$rc" -ne 0 ] && ! grep -q '^FAIL ' "$out/$name.log"; then
 			echo "FAIL $name: exited $rc; last lines:"
