@@ -297,10 +297,16 @@ PY
 	assert_output --partial "tile/0/000.p/2: missing or of the wrong size"
 }
 
+# logged_at_least N: the log's checkpoint counts N or more entries.
+logged_at_least() {
+	[ "$(sed -n 2p log/checkpoint 2>/dev/null)" -ge "$1" ] 2>/dev/null
+}
+
 # batch_stopped SIGNAL N: a batch of N modules (in many/) signed with a
-# key that outlives the daemon, the daemon sent SIGNAL 0.3 s into it;
-# $drc is the daemon's exit status, signed_mods and unsigned_mods what
-# the batch left.
+# key that outlives the daemon, the daemon sent SIGNAL once the log holds
+# 300 of them, past a full tile (not after a fixed time: on a loaded
+# machine the client may still be hashing then); $drc is the daemon's exit status, signed_mods and
+# unsigned_mods what the batch left.
 batch_stopped() {
 	make_pem_key rsa.pem rsa:2048
 	SIGNING_KEY=$T/rsa.pem
@@ -310,7 +316,7 @@ batch_stopped() {
 	copy_modules "$2" many
 	"$C" strip many/*.ko 2>/dev/null
 	"$C" sign many/*.ko 2>/dev/null &
-	sleep 0.3
+	eventually 120 logged_at_least 300
 	kill -"$1" "$DAEMON_PID"
 	wait "$DAEMON_PID" && drc=0 || drc=$?
 	wait || true
