@@ -125,6 +125,7 @@ $(B)/tests/test-modfile: $(B)/obj/modsign-client/modfile.o $(B)/obj/modsign-clie
 $(B)/tests/test-compress: $(B)/obj/modsign-client/compress.o
 $(B)/tests/test-paths: $(B)/obj/modsign-client/paths.o $(B)/obj/modsign-client/compress.o
 $(B)/tests/test-p11-sign: $(B)/obj/pkcs11-module/p11-sign.o
+$(B)/tests/test-p11-object: $(B)/obj/pkcs11-module/p11-object.o
 $(B)/tests/test-translog: $(B)/obj/modsignd/translog.o
 $(B)/tests/test-conn: $(B)/obj/modsign-client/conn.o $(B)/obj/modsign-client/conn-tls.o
 $(B)/tests/test-rpc: $(B)/obj/modsign-client/rpc.o $(B)/obj/modsign-client/conn.o \

@@ -87,7 +87,7 @@ int keyfile_read(const char *path, EVP_PKEY **ret_key, X509 **ret_cert, char *wh
 	return r;
 }
 
-int keyfile_use_tls(SSL_CTX *ctx, const struct keyfile_tls *ssl, const char *path, char *why,
+int keyfile_use_tls(SSL_CTX *ctx, const struct sslcalls *ssl, const char *path, char *why,
 		    size_t why_size)
 {
 	_cleanup_(EVP_PKEY_freep) EVP_PKEY *pkey = NULL;

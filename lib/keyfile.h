@@ -9,9 +9,10 @@
  */
 
 #include <openssl/evp.h>
-#include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <stddef.h>
+
+#include "sslcalls.h"
 
 /* Larger than any PEM key and certificate chain, small enough to hold. */
 #define KEYFILE_MAX (1024u * 1024)
@@ -35,24 +36,12 @@ int keyfile_read(const char *path, EVP_PKEY **ret_key, X509 **ret_cert, char *wh
 		 size_t why_size);
 
 /*
- * The two libssl calls keyfile_use_tls() makes, passed in: lib/ does not
- * link libssl (the client loads it only for a tls: server, lib/dlopen.h).
- * The daemon, linked with it, passes KEYFILE_TLS_LINKED.
- */
-struct keyfile_tls {
-	int (*use_key)(SSL_CTX *ctx, EVP_PKEY *pkey);     /* SSL_CTX_use_PrivateKey */
-	int (*check_key)(const SSL_CTX *ctx);             /* SSL_CTX_check_private_key */
-};
-#define KEYFILE_TLS_LINKED                                                     \
-	((const struct keyfile_tls){ SSL_CTX_use_PrivateKey, SSL_CTX_check_private_key })
-
-/*
  * TLS's own key (the daemon's --tls-key, a builder's): keyfile_read() of
  * @path into @ctx with @ssl's calls; @ctx's certificate must already be
  * set and match it.  Errors as keyfile_read(), and -EINVAL "does not
  * match" in @why.
  */
-int keyfile_use_tls(SSL_CTX *ctx, const struct keyfile_tls *ssl, const char *path, char *why,
+int keyfile_use_tls(SSL_CTX *ctx, const struct sslcalls *ssl, const char *path, char *why,
 		    size_t why_size);
 
 #endif

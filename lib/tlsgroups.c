@@ -4,10 +4,10 @@
 
 #include "tlsgroups.h"
 
-int tlsgroups_set(SSL_CTX *ctx, tlsgroups_ctx_ctrl_fn *ctx_ctrl)
+int tlsgroups_set(SSL_CTX *ctx, const struct sslcalls *ssl)
 {
 	/* SSL_CTX_set1_groups_list(ctx, TLSGROUPS_LIST), spelt out */
-	if (ctx_ctrl(ctx, SSL_CTRL_SET_GROUPS_LIST, 0, (char *)TLSGROUPS_LIST) == 1)
+	if (ssl->ctx_ctrl(ctx, SSL_CTRL_SET_GROUPS_LIST, 0, (char *)TLSGROUPS_LIST) == 1)
 		return 0;
 	ERR_clear_error();
 	return -EINVAL;

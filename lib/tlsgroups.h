@@ -12,17 +12,12 @@
  * client of ours loses anything.
  */
 
-#include <openssl/ssl.h>
+#include "sslcalls.h"
 
 #define TLSGROUPS_LIST "X25519:P-256:P-384"
 
-/* libssl's SSL_CTX_ctrl(), which SSL_CTX_set1_groups_list() expands to:
- * passed in, since lib/ does not link libssl (the client loads it only
- * for a tls: server, lib/dlopen.h; the daemon passes the function). */
-typedef long tlsgroups_ctx_ctrl_fn(SSL_CTX *ctx, int cmd, long larg, void *parg);
-
-/* Restrict @ctx to TLSGROUPS_LIST with @ctx_ctrl: 0, or -EINVAL if
- * OpenSSL knows none of them (its error queue cleared). */
-int tlsgroups_set(SSL_CTX *ctx, tlsgroups_ctx_ctrl_fn *ctx_ctrl);
+/* Restrict @ctx to TLSGROUPS_LIST with @ssl's SSL_CTX_ctrl(): 0, or
+ * -EINVAL if OpenSSL knows none of them (its error queue cleared). */
+int tlsgroups_set(SSL_CTX *ctx, const struct sslcalls *ssl);
 
 #endif

@@ -201,7 +201,8 @@ static const char *handshake_reason(SSL *ssl)
 static int tls_context(const struct conn_tls *tls, SSL_CTX **ret, const char **ret_err)
 {
 	static char key_why[PATH_MAX + 128]; /* *@ret_err: one client, one context */
-	const struct keyfile_tls ssl = { sym_SSL_CTX_use_PrivateKey, sym_SSL_CTX_check_private_key };
+	const struct sslcalls ssl = { sym_SSL_CTX_use_PrivateKey, sym_SSL_CTX_check_private_key,
+				      sym_SSL_CTX_ctrl };
 	SSL_CTX *ctx = sym_SSL_CTX_new(sym_TLS_client_method());
 
 	if (!ctx)
@@ -209,7 +210,7 @@ static int tls_context(const struct conn_tls *tls, SSL_CTX **ret, const char **r
 	/* SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION) */
 	sym_SSL_CTX_ctrl(ctx, SSL_CTRL_SET_MIN_PROTO_VERSION, TLS1_3_VERSION, NULL);
 	sym_SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
-	if (tlsgroups_set(ctx, sym_SSL_CTX_ctrl) < 0)
+	if (tlsgroups_set(ctx, &ssl) < 0)
 		*ret_err = "tls: none of the groups " TLSGROUPS_LIST " available";
 	else if (!tls || !tls->ca)
 		*ret_err = "tls: servers need --tls-ca";

@@ -113,7 +113,7 @@ int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, char *why, size_t w
 	SSL_CTX_set_num_tickets(ctx, 0);
 	/* Cheap key exchanges only: a peer picks the group, and pays nothing
 	 * for the daemon's CPU (lib/tlsgroups.h). */
-	if ((r = tlsgroups_set(ctx, SSL_CTX_ctrl)) < 0) {
+	if ((r = tlsgroups_set(ctx, &SSLCALLS_LINKED)) < 0) {
 		snprintf(why, why_size, "TLS: none of the groups %s available", TLSGROUPS_LIST);
 		goto fail;
 	}
@@ -124,7 +124,7 @@ int tls_ctx_new(const struct tls_config *cfg, SSL_CTX **ret, char *why, size_t w
 		snprintf(why, why_size, "%s: unreadable or invalid", cfg->cert);
 		goto fail;
 	}
-	if ((r = keyfile_use_tls(ctx, &KEYFILE_TLS_LINKED, cfg->key, why, why_size)) < 0)
+	if ((r = keyfile_use_tls(ctx, &SSLCALLS_LINKED, cfg->key, why, why_size)) < 0)
 		goto fail;
 	r = -EINVAL;
 	if (SSL_CTX_load_verify_locations(ctx, cfg->client_ca, NULL) != 1) {

@@ -593,7 +593,7 @@ static CK_RV mod_GetMechanismInfo(CK_SLOT_ID id, CK_MECHANISM_TYPE type, CK_MECH
 	if (!info)
 		return leave(CKR_ARGUMENTS_BAD);
 	info->ulMinKeySize = m->key_type == CKK_RSA ? 2048 : 256;
-	info->ulMaxKeySize = m->key_type == CKK_RSA ? 16384 : 521;
+	info->ulMaxKeySize = m->key_type == CKK_RSA ? P11_RSA_MAX_BITS : 521;
 	info->flags = CKF_SIGN | CKF_HW | (m->key_type == CKK_EC ? CKF_EC_F_P |
 					   CKF_EC_NAMEDCURVE | CKF_EC_UNCOMPRESS : 0);
 	return leave(CKR_OK);

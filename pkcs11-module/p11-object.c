@@ -48,7 +48,7 @@ static int add_bn(struct p11_object *o, CK_ATTRIBUTE_TYPE type, EVP_PKEY *pkey,
 		  const char *param)
 {
 	BIGNUM *bn = NULL;
-	unsigned char buf[1024];
+	unsigned char buf[P11_RSA_MAX_BITS / 8]; /* the largest modulus advertised */
 	int len, r;
 
 	if (!EVP_PKEY_get_bn_param(pkey, param, &bn))

@@ -19,6 +19,11 @@
 
 #define P11_MAX_ATTRS 24
 
+/* The largest RSA key the token lists and C_GetMechanismInfo advertises:
+ * OpenSSL's own limit (OPENSSL_RSA_MAX_MODULUS_BITS).  A larger one is
+ * not listed. */
+#define P11_RSA_MAX_BITS 16384
+
 struct p11_attr {
 	CK_ATTRIBUTE_TYPE type;
 	void *value; /* malloc()ed, owned */

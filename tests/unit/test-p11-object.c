@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * pkcs11-module/p11-object.c: a key's objects from its certificate, at
+ * the edge of what the token advertises.  C_GetMechanismInfo says RSA
+ * keys up to P11_RSA_MAX_BITS; a key that large is listed with its whole
+ * modulus, one a byte larger is not.  The certificates carry a made-up
+ * public key (n = 2^(bits-1) + 1) signed by a small EC key: no RSA-16384
+ * key is generated (minutes).
+ */
+#include <errno.h>
+#include <openssl/core_names.h>
+#include <openssl/evp.h>
+#include <openssl/param_build.h>
+#include <openssl/x509.h>
+#include <string.h>
+
+#include "cert.h"
+#include "macro.h"
+#include "p11-object.h"
+#include "unit.h"
+
+/* An RSA public key of exactly @bits bits (not a real one: n is odd but
+ * not a product of two primes; only its size matters here). */
+static EVP_PKEY *rsa_public(int bits)
+{
+	BIGNUM *n = BN_new(), *e = BN_new();
+	OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
+	OSSL_PARAM *params = NULL;
+	EVP_PKEY_CTX *ctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL);
+	EVP_PKEY *pkey = NULL;
+
+	if (n && e && bld && ctx && BN_set_bit(n, bits - 1) && BN_set_bit(n, 0) &&
+	    BN_set_word(e, 65537) && OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n) &&
+	    OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, e) &&
+	    (params = OSSL_PARAM_BLD_to_param(bld)) && EVP_PKEY_fromdata_init(ctx) > 0)
+		EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params);
+	OSSL_PARAM_free(params);
+	OSSL_PARAM_BLD_free(bld);
+	EVP_PKEY_CTX_free(ctx);
+	BN_free(n);
+	BN_free(e);
+	return pkey;
+}
+
+/* A certificate for @pub, issued (signed) by @issuer. */
+static X509 *cert_for(EVP_PKEY *pub, EVP_PKEY *issuer)
+{
+	X509 *x = X509_new();
+
+	if (!x || !ASN1_INTEGER_set(X509_get_serialNumber(x), 9) ||
+	    !X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+					(const unsigned char *)"big", -1, -1, 0) ||
+	    !X509_set_issuer_name(x, X509_get_subject_name(x)) ||
+	    !X509_gmtime_adj(X509_getm_notBefore(x), 0) ||
+	    !X509_gmtime_adj(X509_getm_notAfter(x), 3600) || !X509_set_pubkey(x, pub) ||
+	    X509_sign(x, issuer, EVP_sha256()) <= 0) {
+		X509_free(x);
+		return NULL;
+	}
+	return x;
+}
+
+/* The objects of an RSA key of @bits bits: p11_key_objects()'s result,
+ * and in *@ret_len the length of the public key object's CKA_MODULUS. */
+static int rsa_objects(int bits, CK_ULONG *ret_len)
+{
+	_cleanup_(EVP_PKEY_freep) EVP_PKEY *issuer = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+	_cleanup_(EVP_PKEY_freep) EVP_PKEY *pub = rsa_public(bits);
+	_cleanup_(X509_freep) X509 *cert = issuer && pub ? cert_for(pub, issuer) : NULL;
+	struct p11_object objs[3];
+	struct p11_key k;
+	CK_ATTRIBUTE a = { CKA_MODULUS, NULL, 0 };
+	size_t n = 0;
+	int r;
+
+	*ret_len = 0;
+	if (!cert)
+		return -ENOMEM;
+	r = p11_key_objects("big", cert, 0, &k, objs, &n);
+	if (r < 0)
+		return r;
+	if (p11_object_get(&objs[1], &a) == CKR_OK)
+		*ret_len = a.ulValueLen;
+	for (size_t i = 0; i < n; i++)
+		p11_object_done(&objs[i]);
+	p11_key_done(&k);
+	return r;
+}
+
+UNIT_TEST(rsa_largest_advertised)
+{
+	CK_ULONG len;
+
+	CHECK("an RSA key of P11_RSA_MAX_BITS is listed, its whole modulus",
+	      rsa_objects(P11_RSA_MAX_BITS, &len) == 0 && len == P11_RSA_MAX_BITS / 8);
+	CHECK("RSA-4096 is listed, its whole modulus", rsa_objects(4096, &len) == 0 && len == 512);
+	CHECK("twin: a byte larger is not listed",
+	      rsa_objects(P11_RSA_MAX_BITS + 8, &len) == -EOPNOTSUPP);
+}
+
+UNIT_MAIN();
