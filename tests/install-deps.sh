@@ -20,9 +20,10 @@ declare -A group=(
 	# iproute2/socat: namespaces and the HSM link; linux-source: the
 	# reference sign-file; kmod/xz-utils/zstd: modinfo, compressed modules;
 	# libengine-pkcs11-openssl: openssl through modsign-pkcs11.so;
-	# sbsigntool: sbsign/sbverify through it (pkcs11-consumers.bats).
+	# sbsigntool: sbsign/sbverify through it; pesign, libnss3-tools
+	# (certutil, modutil): pesign through NSS (pkcs11-consumers.bats).
 	[test]="softhsm2 opensc p11-kit-modules gnutls-bin systemd iproute2 socat
-		libengine-pkcs11-openssl sbsigntool
+		libengine-pkcs11-openssl sbsigntool pesign libnss3-tools
 		kmod xz-utils zstd python3 util-linux man-db linux-source
 		bats bats-assert bats-support strace jq"
 	[fuzz]="clang libclang-rt-dev valgrind"

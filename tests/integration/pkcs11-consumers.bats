@@ -1,12 +1,12 @@
 #!/usr/bin/env bats
 # modsign-pkcs11.so (docs/PKCS11.md) with the consumers that are not
-# pkcs11-module.bats's: sbsign signing an EFI kernel image (and OVMF
-# booting it with Secure Boot enforcing), DKMS with its own default
-# sign_file and a pkcs11: mok_signing_key, openssl pkeyutl and cms
-# through OpenSSL's pkcs11-provider.
+# pkcs11-module.bats's: sbsign and pesign (through NSS) signing an EFI
+# kernel image (and OVMF booting it with Secure Boot enforcing), DKMS
+# with its own default sign_file and a pkcs11: mok_signing_key, openssl
+# pkeyutl and cms through OpenSSL's pkcs11-provider.
 #
-# One daemon for the sbsign and openssl cases (they only sign and read):
-# keys sb (Debian's OVMF "snakeoil" key, the one key the db of
+# One daemon for the sbsign, pesign and openssl cases (they only sign
+# and read): keys sb (Debian's OVMF "snakeoil" key, the one key the db of
 # OVMF_VARS_4M.snakeoil.fd trusts: its private key ships in the ovmf
 # package for exactly this), rsa (a file key: a certificate OVMF does not
 # trust), ec, and other; root is granted sb, rsa and ec, other no one.
@@ -173,6 +173,115 @@ uefi_boot() {
 	assert_output --partial "EFI stub: UEFI Secure Boot is enabled."
 	refute_output --partial "Access Denied"
 	# The firmware refuses to start the twin.
+	run cat -v rsa.console
+	assert_output --partial "Access Denied"
+	refute_output --partial "EFI stub"
+}
+
+# ---- pesign (NSS) ------------------------------------------------------------
+# pesign reaches the module through NSS: a private NSS database with the
+# module added (modutil), the token named by its label and the key by
+# the certificate object's CKA_LABEL, the daemon's key name (NSS itself
+# lists it as "modsign:NAME", which pesign does not take).  No login, no
+# import: the token has no CKF_LOGIN_REQUIRED, so NSS asks no PIN, and
+# pesign finds the certificate and its private key (same CKA_ID) on it.
+# NSS signs a DigestInfo with CKM_RSA_PKCS; pesign signs twice (once to
+# size the signature), so a run is two sign requests.
+
+# p11_pesign KEY IN OUT: pesign with KEY through the module.
+p11_pesign() {
+	if [ ! -d "$T/nss" ]; then
+		mkdir "$T/nss" && certutil -N --empty-password -d "sql:$T/nss" &&
+			modutil -dbdir "sql:$T/nss" -add modsign -libfile "$P11" -force \
+				</dev/null >/dev/null || return 1
+	fi
+	pesign --certdir "$T/nss" -t modsign -c "$1" -s -i "$2" -o "$3"
+}
+
+@test "p11-pesign-efi-image-sbverify" {
+	local signed='"key":"sb",.*"module":"pkcs11:object=sb","program":"pesign","result":"ok"' n
+
+	n=$(grep -c "$signed" "$F/modsignd.log") || true
+	run p11_pesign sb "$EFI" vmlinuz.efi
+	assert_success
+	run sbverify --cert "$SNAKEOIL.pem" vmlinuz.efi
+	assert_success
+	assert_output --partial "Signature verification OK"
+	# The file's daemon: two more than before this case (pesign signs twice).
+	run grep -c "$signed" "$F/modsignd.log"
+	assert_output $((n + 2))
+	# Twin: against another certificate, sbverify refuses it.
+	run sbverify --cert "$F/rsa.crt" vmlinuz.efi
+	assert_failure
+	assert_output --partial "Signature verification failed"
+}
+
+@test "p11-pesign-tampered-image-refused" {
+	p11_pesign sb "$EFI" vmlinuz.efi
+	cp vmlinuz.efi ok.efi
+	# A byte of the kernel's code (past the headers) changed.
+	python3 - vmlinuz.efi <<'PY'
+import sys
+p = sys.argv[1]; d = bytearray(open(p, 'rb').read()); d[0x10000] ^= 1
+open(p, 'wb').write(d)
+PY
+	run sbverify --cert "$SNAKEOIL.pem" vmlinuz.efi
+	assert_failure
+	# Twin: the image as signed verifies.
+	run sbverify --cert "$SNAKEOIL.pem" ok.efi
+	assert_success
+}
+
+@test "p11-pesign-key-not-granted-refused" {
+	# "other" is the daemon's, but not root's: the token has no such
+	# certificate, and pesign stops before opening its output.
+	run p11_pesign other "$EFI" other.efi
+	assert_failure
+	assert_output --partial "pesign: Could not find certificate other"
+	[ ! -e other.efi ]
+	run grep -c '"key":"other"' "$F/modsignd.log"
+	assert_output 0
+	# NSS's own nickname for a token's certificate is no pesign -c.
+	run p11_pesign modsign:sb "$EFI" nick.efi
+	assert_failure
+	[ ! -e nick.efi ]
+	# Twin: the granted key next to it signs.
+	run p11_pesign rsa "$EFI" rsa.efi
+	assert_success
+	run sbverify --cert "$F/rsa.crt" rsa.efi
+	assert_success
+}
+
+@test "p11-pesign-ec-key-fails-output-left-unsigned" {
+	# pesign 0.112 signs with sha256WithRSAEncryption alone: NSS refuses
+	# an EC key before calling the module, after pesign has written its
+	# output.  Its status, not the file, says whether it signed.
+	run p11_pesign ec "$EFI" ec.efi
+	assert_failure
+	assert_output --partial "error signing data: security library: invalid algorithm"
+	run sbverify --list ec.efi
+	assert_output --partial "No signature table present"
+	run grep -c '"key":"ec",.*"program":"pesign"' "$F/modsignd.log"
+	assert_output 0
+	# Twin: an RSA key of the same token signs.
+	run p11_pesign rsa "$EFI" rsa.efi
+	assert_success
+	run sbverify --list rsa.efi
+	refute_output --partial "No signature table present"
+}
+
+@test "p11-pesign-uefi-secure-boot-ovmf" {
+	[ -z "${MODSIGN_SKIP_QEMU:-}" ] || skip "MODSIGN_SKIP_QEMU"
+	p11_pesign sb "$EFI" sb.efi
+	# The twin: signed by pesign through the module too, with a key the
+	# firmware's db does not hold.
+	p11_pesign rsa "$EFI" rsa.efi
+	uefi_boot sb.efi sb.console &
+	uefi_boot rsa.efi rsa.console
+	wait
+	run cat -v sb.console
+	assert_output --partial "EFI stub: UEFI Secure Boot is enabled."
+	refute_output --partial "Access Denied"
 	run cat -v rsa.console
 	assert_output --partial "Access Denied"
 	refute_output --partial "EFI stub"
