@@ -9,6 +9,31 @@
 /* One lock for every library: loading is rare and short. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * fork() in the child: the lock is copied as it was.  Held by another
+ * thread of the parent in the middle of a load (the PKCS#11 module in a
+ * threaded program, a thread's first tls: server), it stayed held for
+ * ever in the child, which has no such thread: the child's first load
+ * (its first TLS connection after its C_Initialize) waited on it.  The
+ * child gets a fresh lock; that load's table, its handle still NULL, is
+ * loaded again from the start by the child's first call.
+ */
+static void atfork_child(void)
+{
+	if (pthread_mutex_trylock(&lock) == 0) {
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	pthread_mutex_init(&lock, NULL);
+}
+
+/* glibc drops the handler when the object holding it (the PKCS#11
+ * module) is unloaded. */
+__attribute__((constructor)) static void atfork_register(void)
+{
+	pthread_atfork(NULL, NULL, atfork_child);
+}
+
 static int failed(void *handle, char *why, size_t why_size)
 {
 	const char *e = dlerror();
@@ -19,8 +44,9 @@ static int failed(void *handle, char *why, size_t why_size)
 	return -ELIBACC;
 }
 
-/* On a missing symbol the pointers set so far are cleared again: the
- * table is all of the library's or none of it. */
+/* On a missing symbol every pointer is cleared again, those set so far
+ * and any a load torn by a fork left (atfork_child): the table is all of
+ * the library's or none of it. */
 static int load_locked(struct dlopen_lib *lib, char *why, size_t why_size)
 {
 	void *h;
@@ -42,8 +68,8 @@ static int load_locked(struct dlopen_lib *lib, char *why, size_t why_size)
 		return 0;
 	}
 	r = failed(h, why, why_size);
-	while (i > 0)
-		*lib->syms[--i].ptr = NULL;
+	for (i = 0; i < lib->n_syms; i++)
+		*lib->syms[i].ptr = NULL;
 	return r;
 }
 

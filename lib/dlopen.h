@@ -60,9 +60,11 @@ struct dlopen_lib {
  * Load @lib (RTLD_NOW | RTLD_LOCAL) and set every pointer of its table:
  * all or nothing, once (a second call after success returns at once;
  * after a failure it tries again).  Safe from several threads (the
- * PKCS#11 module's callers).  Returns 0, or -ELIBACC with dlerror()'s
- * text in @why (which names the file or the missing symbol) and every
- * pointer left as it was (NULL).  Never logs.
+ * PKCS#11 module's callers), and in the child of a fork() made while
+ * another thread was loading (the lock is the child's own again; that
+ * load is made afresh).  Returns 0, or -ELIBACC with dlerror()'s text in
+ * @why (which names the file or the missing symbol) and every pointer
+ * NULL.  Never logs.
  */
 int dlopen_lib_load(struct dlopen_lib *lib, char *why, size_t why_size);
 

@@ -23,7 +23,14 @@ Usage: p11-attack.py MODULE CASE ARGS...
       on it (the module's lock held while it waits), and the process
       forks: the child's C_Initialize must not wait on the lock of a
       thread it does not have (SIGALRM after 10 s); twin: the child then
-      signs with KEY_B on slot 2."""
+      signs with KEY_B on slot 2.
+  fork-mid-load MARK KEY_B  slot 1 is a tls: server, and the module's
+      dlopen() of libssl.so.3 is held (tests/preload-dlopen-hold.c,
+      which creates MARK when it holds it); a thread opens a session on
+      slot 1 (lib/dlopen.c's lock held while libssl loads), and the
+      process forks: the child's own session on slot 1, which loads
+      libssl, must not wait on that lock (SIGALRM after 10 s); twin: the
+      child then signs with KEY_B on slot 2."""
 import ctypes as C
 import os
 import signal
@@ -184,7 +191,35 @@ def fork_mid_call(hang, key_b):
     os._exit(1 if fails else 0)
 
 
-CASES = {"fork-mid-call": fork_mid_call, "stale-session": stale_session, "short-buffer": short_buffer, "update-wraps": update_wraps, "cross-slot": cross_slot}
+def fork_mid_load(mark, key_b):
+    threading.Thread(target=lambda: session(1), daemon=True).start()
+    for _ in range(100):
+        if os.path.exists(mark):
+            break
+        time.sleep(0.1)
+    check("p11-fork-mid-load-thread-inside-the-load", os.path.exists(mark))
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(10)
+        rv = fn("Initialize", C.c_void_p)(None)
+        check("p11-fork-mid-load-child-initializes", rv == OK, f"rv 0x{rv:x}")
+        session(1)  # its server refuses: a token without objects, libssl loaded
+        check("p11-fork-mid-load-child-loads-libssl", True)
+        h = session(2)
+        sig, n = C.create_string_buffer(256), ULONG(256)
+        rv = sign_init(h, CKM_ECDSA_SHA256, private_key(h, key_b)) or \
+            sign(h, b"data", 4, sig, C.byref(n))
+        check("p11-fork-mid-load-twin-child-signs", rv == OK, f"rv 0x{rv:x}")
+        os._exit(1 if fails else 0)
+    _, status = os.waitpid(pid, 0)
+    check("p11-fork-mid-load-child-done", status == 0,
+          f"child status 0x{status:x} (signal {status & 0x7f}: 14 is SIGALRM, it hung)")
+    # The thread is still held in its load: leave without it.
+    os._exit(1 if fails else 0)
+
+
+CASES = {"fork-mid-load": fork_mid_load, "fork-mid-call": fork_mid_call, "stale-session": stale_session, "short-buffer": short_buffer, "update-wraps": update_wraps, "cross-slot": cross_slot}
 assert fn("Initialize", C.c_void_p)(None) == OK
 CASES[sys.argv[2]](*sys.argv[3:])
 fn("Finalize", C.c_void_p)(None)

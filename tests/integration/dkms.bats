@@ -377,6 +377,30 @@ put_module() {
 	assert_equal "${lines[-1]}" "modsign-client sign --key NAME --cert $T/modsign.der $DKMSD/g.ko"
 }
 
+@test "dkms-check-hint-names-a-link-target-ending-in-newline" {
+	# A module installed as a link to a file whose name ends in a
+	# newline: the hint took the target as $(readlink -f), which drops
+	# every trailing newline, so it named another file (here an unsigned
+	# decoy beside it), and running it signed that one (review 21).
+	start_daemon "$T/sock" --key "dkms=$T/rsa.pem"
+	enrol_cert
+	put_module u.ko
+	put_module decoy.ko
+	mkdir store
+	mv "$DKMSD/u.ko" "$T/store/u"$'\n'
+	mv "$DKMSD/decoy.ko" "$T/store/u"
+	cp "$T/store/u" decoy.before
+	ln -s "$T/store/u"$'\n' "$DKMSD/u.ko"
+	run dkms_check
+	assert_failure
+	hint="modsign-client sign --key NAME${output##*modsign-client sign --key NAME}"
+	MODSIGN_SERVER=unix:$T/sock PATH=$B:$PATH sh -c "${hint/NAME/dkms}"
+	cmp decoy.before "$T/store/u"
+	run dkms_check
+	assert_success
+	assert_output "$DKMSD/u.ko: OK (sha256)"
+}
+
 @test "dkms-resign-after-key-change-as-readme" {
 	# Installed, signed by the old key; the daemon now has a new one.
 	start_daemon "$T/sock" --key dkms=ephemeral:rsa2048

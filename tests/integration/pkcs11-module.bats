@@ -409,6 +409,27 @@ two_servers() {
 	assert_output --partial "PASS p11-fork-mid-call-twin-child-signs"
 }
 
+@test "pkcs11-fork-while-a-thread-loads-libssl" {
+	# A thread's first tls: server loads libssl (lib/dlopen.c, its lock
+	# held; here held for good by tests/preload-dlopen-hold.c), and the
+	# process forks: the child's copy of that lock was held by a thread
+	# the child does not have, so its own first TLS connection, after
+	# its C_Initialize, waited for ever (killed by SIGALRM after 10 s).
+	# Nothing listens on port 1: the child's connection is refused once
+	# libssl is loaded.
+	gcc -shared -fPIC -O2 -o "$T/hold.so" "$REPO/tests/preload-dlopen-hold.c"
+	(umask 077; printf 'server = %s\n' tls:127.0.0.1:1 "unix:$F/b" >"$T/client.conf")
+	export MODSIGN_CONFIG=$T/client.conf
+	unset MODSIGN_SERVER
+	run env LD_PRELOAD="$T/hold.so" HOLD_DLOPEN=libssl.so.3 HOLD_DLOPEN_MARK="$T/held" \
+		timeout 60 python3 "$REPO/tests/p11-attack.py" "$P11" fork-mid-load "$T/held" beta
+	assert_success
+	assert_output --partial "PASS p11-fork-mid-load-thread-inside-the-load"
+	assert_output --partial "PASS p11-fork-mid-load-child-loads-libssl"
+	# Twin (in the script): the child then signs on the live slot.
+	assert_output --partial "PASS p11-fork-mid-load-twin-child-signs"
+}
+
 # program_daemon: a daemon with an audit log and a transparency log.
 program_daemon() {
 	openssl genpkey -algorithm ed25519 -out "$T/log.pem" 2>/dev/null
