@@ -1,8 +1,10 @@
 # Loaded (load dkms) by the suites that have Debian's dkms build a real
 # DKMS package (v4l2loopback-dkms's source, from the archive) for Debian
 # linux-headers of a kernel that is not the running one, in a case's own
-# trees and mount namespace (dkms.bats, pkcs11-consumers.bats; the why is
-# at the top of dkms.bats).  After load ../common.
+# trees and mount namespace (dkms.bats with modsign-client as DKMS's
+# sign_file, pkcs11-dkms.bats with DKMS's default sign_file through the
+# PKCS#11 module; the why is at the top of dkms.bats).  After load
+# ../common.
 
 PKG=v4l2loopback
 
@@ -56,8 +58,8 @@ headers_version() {
 	[ -n "$best" ] || { echo "no linux-headers-*-amd64 but the running kernel's" >&2; return 1; }
 	echo "$best"
 }
-# dkms_file_setup: the setup_file of such a suite: KVER, SRC and VER
-# exported for its cases.
+# dkms_file_setup: the setup_file of such a suite: KVER, SRC, VER, EXT
+# and DKMS_VER exported for its cases.
 dkms_file_setup() {
 	command -v dkms >/dev/null || {
 		echo "dkms missing: tests/install-deps.sh dkms" >&2
@@ -67,7 +69,76 @@ dkms_file_setup() {
 	KVER=$(headers_version)
 	SRC=$(dkms_source)
 	VER=${SRC##*/$PKG-}
-	export KVER SRC VER
+	EXT=$(module_ext)
+	DKMS_VER=$(dkms --version | sed 's/^dkms-//')
+	export KVER SRC VER EXT DKMS_VER
+}
+
+# The suffix the kernel's own modules are installed with, from its
+# CONFIG_MODULE_COMPRESS_* (Debian 12: none; 13: .xz).
+module_ext() {
+	case $(grep '^CONFIG_MODULE_COMPRESS_[A-Z]*=y' "/usr/src/linux-headers-$KVER/.config") in
+	*_XZ=y) echo .xz ;;
+	*_ZSTD=y) echo .zst ;;
+	*_GZIP=y) echo .gz ;;
+	esac
+}
+
+# pack FILE: FILE on stdout as dkms 3.2.2 compresses it for $EXT (its
+# compress_*_opts defaults), or as it is.
+pack() {
+	case $EXT in
+	.xz) xz --check=crc32 --lzma2=dict=1MiB -c "$1" ;;
+	.zst) zstd -q -T0 -c "$1" ;;
+	.gz) gzip -c "$1" ;;
+	*) cat "$1" ;;
+	esac
+}
+
+# unpack FILE: its content, by the tool its name says, on stdout.
+unpack() {
+	case $1 in
+	*.xz) xz -dc "$1" ;;
+	*.zst) zstd -dcq "$1" ;;
+	*.gz) gzip -dc "$1" ;;
+	*) cat "$1" ;;
+	esac
+}
+
+# dkms 3.2 or later: post_transaction runs (3.0 has none).
+dkms32() { [ "$(printf '3.2\n%s\n' "$DKMS_VER" | sort -V | head -n1)" = 3.2 ]; }
+
+# dkms_case_setup SIGN_FILE|-: in the case's $T (case_setup), the trees a
+# dkms run takes: the package's source; the shipped framework.conf.d
+# snippet (dkms/modsign.conf) with the case's sign_file ("-": its line
+# dropped, DKMS's default, the kernel's sign-file), certificate and check
+# (its post_transaction line otherwise as shipped); root's client.conf
+# naming unix:$T/sock; the key rsa.pem ("dkms test key").  The install
+# tree as the kernel's packages make it: the headers' build link (where
+# dkms 3.2 looks for them: $install_tree/VERSION; 3.0 in /lib/modules),
+# and the kernel's own modules as its linux-image installs them (one
+# stands for all): dkms 3.2 compresses its modules like them.  Sets MOD,
+# the module DKMS installs, and DKMSD, its directory.
+dkms_case_setup() {
+	local sign_file=(-e "s|^sign_file=.*|sign_file=$1|")
+	[ "$1" != - ] || sign_file=(-e '/^sign_file=/d')
+
+	make_pem_key "$T/rsa.pem" rsa:2048 "dkms test key"
+	mkdir -p src "modules/$KVER" etc-dkms/framework.conf.d home/.config/modsign
+	cp -a "$SRC" src/
+	sed "${sign_file[@]}" \
+	    -e "s|/var/lib/dkms/modsign.der|$T/modsign.der|" \
+	    -e "s|^post_transaction=\"|post_transaction=\"PATH=$B:\\\$PATH |" \
+	    -e "s|/etc/kernel/postinst.d/zz-modsign-dkms-check|$REPO/dkms/zz-modsign-dkms-check|" \
+		"$REPO/dkms/modsign.conf" >etc-dkms/framework.conf.d/modsign.conf
+	echo "server = unix:$T/sock" >home/.config/modsign/client.conf
+	ln -s "/lib/modules/$KVER/build" "modules/$KVER/build"
+	if [ -n "$EXT" ]; then
+		mkdir -p "modules/$KVER/kernel"
+		pack "$(real_modules 1)" >"modules/$KVER/kernel/installed.ko$EXT"
+	fi
+	MOD=$T/modules/$KVER/updates/dkms/$PKG.ko$EXT
+	DKMSD=$T/modules/$KVER/updates/dkms
 }
 
 # dkms_run ARGS...: Debian's dkms in the case's namespace (its
@@ -95,3 +166,38 @@ dkms_install() {
 		dkms_run install "$PKG/$VER" -k "$KVER"; } >"$T/dkms.out" 2>&1
 }
 
+
+# The shipped check (dkms/zz-modsign-dkms-check) on the case's tree.
+dkms_check() {
+	PATH=$B:$PATH MODSIGN_DKMS_TREE=$T/modules MODSIGN_DKMS_CERT=$T/modsign.der \
+		"$REPO/dkms/zz-modsign-dkms-check" "$KVER"
+}
+
+# no_key_made: DKMS made no key (a file named after the pkcs11: URI) and
+# left the certificate (sha $1) alone.
+no_key_made() {
+	assert_equal "$(sha "$T/modsign.der")" "$1"
+	run find "$T" -name 'pkcs11:*'
+	assert_output ""
+}
+
+# post_transaction_said OK|FAIL: on dkms 3.2, the shipped post_transaction
+# ran the check after the install: "done", or "bad exit status: 1" with
+# the check's lines in its log (dkms exits 0 either way).  Nothing on 3.0.
+post_transaction_said() {
+	dkms32 || return 0
+	run cat "$T/dkms.out"
+	assert_output --partial "Executing post-transaction command..."
+	if [ "$1" = OK ]; then
+		assert_output --regexp "Executing post-transaction command\.*\.* done\."
+		run cat "$T/dkms/post_transaction.log"
+		assert_output --partial "$MOD: OK (sha256)"
+		assert_output --partial "# exit code: 0"
+	else
+		assert_output --partial "(bad exit status: 1)"
+		run cat "$T/dkms/post_transaction.log"
+		assert_output --partial "modsign-client: $MOD: not signed"
+		assert_output --partial "zz-modsign-dkms-check: kernel $KVER: the DKMS modules above are not signed"
+		assert_output --partial "# exit code: 1"
+	fi
+}

@@ -24,114 +24,18 @@
 load ../common
 load dkms
 
-setup_file() {
-	dkms_file_setup || return 1
-	EXT=$(module_ext)
-	DKMS_VER=$(dkms --version | sed 's/^dkms-//')
-	export EXT DKMS_VER
-}
-
-# The suffix the kernel's own modules are installed with, from its
-# CONFIG_MODULE_COMPRESS_* (Debian 12: none; 13: .xz).
-module_ext() {
-	case $(grep '^CONFIG_MODULE_COMPRESS_[A-Z]*=y' "/usr/src/linux-headers-$KVER/.config") in
-	*_XZ=y) echo .xz ;;
-	*_ZSTD=y) echo .zst ;;
-	*_GZIP=y) echo .gz ;;
-	esac
-}
-
-# pack FILE: FILE on stdout as dkms 3.2.2 compresses it for $EXT (its
-# compress_*_opts defaults), or as it is.
-pack() {
-	case $EXT in
-	.xz) xz --check=crc32 --lzma2=dict=1MiB -c "$1" ;;
-	.zst) zstd -q -T0 -c "$1" ;;
-	.gz) gzip -c "$1" ;;
-	*) cat "$1" ;;
-	esac
-}
-
-# unpack FILE: its content, by the tool its name says, on stdout.
-unpack() {
-	case $1 in
-	*.xz) xz -dc "$1" ;;
-	*.zst) zstd -dcq "$1" ;;
-	*.gz) gzip -dc "$1" ;;
-	*) cat "$1" ;;
-	esac
-}
-
-# dkms 3.2 or later: post_transaction runs (3.0 has none).
-dkms32() { [ "$(printf '3.2\n%s\n' "$DKMS_VER" | sort -V | head -n1)" = 3.2 ]; }
+setup_file() { dkms_file_setup; }
 
 setup() {
 	case_setup
-	make_pem_key "$T/rsa.pem" rsa:2048 "dkms test key"
-	mkdir -p src "modules/$KVER" etc-dkms/framework.conf.d home/.config/modsign
-	cp -a "$SRC" src/
-	# The shipped snippet with the case's client, certificate and check
-	# (its post_transaction line otherwise as shipped).
-	sed -e "s|^sign_file=.*|sign_file=$C|" \
-	    -e "s|/var/lib/dkms/modsign.der|$T/modsign.der|" \
-	    -e "s|^post_transaction=\"|post_transaction=\"PATH=$B:\\\$PATH |" \
-	    -e "s|/etc/kernel/postinst.d/zz-modsign-dkms-check|$REPO/dkms/zz-modsign-dkms-check|" \
-		"$REPO/dkms/modsign.conf" >etc-dkms/framework.conf.d/modsign.conf
-	echo "server = unix:$T/sock" >home/.config/modsign/client.conf
-	# The install tree as the kernel's packages make it: the headers'
-	# build link (where dkms 3.2 looks for them: $install_tree/VERSION;
-	# 3.0 in /lib/modules), and the kernel's own modules as its
-	# linux-image installs them (one stands for all): dkms 3.2
-	# compresses its modules like them.
-	ln -s "/lib/modules/$KVER/build" "modules/$KVER/build"
-	if [ -n "$EXT" ]; then
-		mkdir -p "modules/$KVER/kernel"
-		pack "$(real_modules 1)" >"modules/$KVER/kernel/installed.ko$EXT"
-	fi
-	MOD=$T/modules/$KVER/updates/dkms/$PKG.ko$EXT
-	DKMSD=$T/modules/$KVER/updates/dkms
+	dkms_case_setup "$C"
 }
 
 teardown() { case_teardown; }
 
-# The shipped check (dkms/zz-modsign-dkms-check) on the case's tree.
-dkms_check() {
-	PATH=$B:$PATH MODSIGN_DKMS_TREE=$T/modules MODSIGN_DKMS_CERT=$T/modsign.der \
-		"$REPO/dkms/zz-modsign-dkms-check" "$KVER"
-}
-
 # The certificate to enrol, as the README has the user fetch it.
 enrol_cert() {
 	MODSIGN_SERVER=unix:$T/sock "$C" cert --key dkms --der >"$T/modsign.der"
-}
-
-# no_key_made: DKMS made no key (a file named after the pkcs11: URI) and
-# left the certificate (sha $1) alone.
-no_key_made() {
-	assert_equal "$(sha "$T/modsign.der")" "$1"
-	run find "$T" -name 'pkcs11:*'
-	assert_output ""
-}
-
-# post_transaction_said OK|FAIL: on dkms 3.2, the shipped post_transaction
-# ran the check after the install: "done", or "bad exit status: 1" with
-# the check's lines in its log (dkms exits 0 either way).  Nothing on 3.0.
-post_transaction_said() {
-	dkms32 || return 0
-	run cat "$T/dkms.out"
-	assert_output --partial "Executing post-transaction command..."
-	if [ "$1" = OK ]; then
-		assert_output --regexp "Executing post-transaction command\.*\.* done\."
-		run cat "$T/dkms/post_transaction.log"
-		assert_output --partial "$MOD: OK (sha256)"
-		assert_output --partial "# exit code: 0"
-	else
-		assert_output --partial "(bad exit status: 1)"
-		run cat "$T/dkms/post_transaction.log"
-		assert_output --partial "modsign-client: $MOD: not signed"
-		assert_output --partial "zz-modsign-dkms-check: kernel $KVER: the DKMS modules above are not signed"
-		assert_output --partial "# exit code: 1"
-	fi
 }
 
 @test "dkms-signs-byte-identical-to-sign-file" {

@@ -1,22 +1,19 @@
 #!/usr/bin/env bats
 # modsign-pkcs11.so (docs/PKCS11.md) with the consumers that are not
 # pkcs11-module.bats's: sbsign and pesign (through NSS) signing an EFI
-# kernel image (and OVMF booting it with Secure Boot enforcing), DKMS
-# with its own default sign_file and a pkcs11: mok_signing_key, openssl
-# pkeyutl and cms through OpenSSL's pkcs11-provider.
+# kernel image (and OVMF booting it with Secure Boot enforcing), openssl
+# pkeyutl and cms through OpenSSL's pkcs11-provider.  DKMS through the
+# module is pkcs11-dkms.bats (it runs in the Debian 13 lane too, which
+# has no OVMF).
 #
-# One daemon for the sbsign, pesign and openssl cases (they only sign
-# and read): keys sb (Debian's OVMF "snakeoil" key, the one key the db of
+# One daemon for the file (the cases only sign and read):
+# keys sb (Debian's OVMF "snakeoil" key, the one key the db of
 # OVMF_VARS_4M.snakeoil.fd trusts: its private key ships in the ovmf
 # package for exactly this), rsa (a file key: a certificate OVMF does not
 # trust), ec, and other; root is granted sb, rsa and ec, other no one.
-# The DKMS cases have a daemon each, as dkms.bats's, and reach it as a
-# user would: root's client.conf, pkcs11-provider in OpenSSL's modules
-# directory, the module's p11-kit file (dkms_p11_setup).
 
 load ../common
 load pkcs11
-load dkms
 
 OVMF_CODE=/usr/share/OVMF/OVMF_CODE_4M.snakeoil.fd
 OVMF_VARS=/usr/share/OVMF/OVMF_VARS_4M.snakeoil.fd
@@ -53,7 +50,7 @@ efi_image() {
 setup_file() {
 	local d=$BATS_FILE_TMPDIR
 
-	dkms_file_setup || return 1
+	. "$REPO/tests/cache.sh"   # efi_image's cache_key, cache_dir
 	PROV=$(provider_dir) || return 1
 	EFI=$(efi_image) || return 1
 	export PROV EFI
@@ -390,90 +387,4 @@ PY
 	assert_success
 	run openssl dgst -sha256 -verify rsa.pub -signature sig data
 	assert_success
-}
-
-# ---- DKMS --------------------------------------------------------------------
-# Debian's dkms 3.0.10, its default sign_file (linux-kbuild's, the
-# unpatched kernel's sign-file: it loads OpenSSL's "pkcs11" provider for
-# a pkcs11: key) and framework.conf.d's mok_signing_key, nothing else:
-# no OPENSSL_CONF, no environment (dkms runs under env -i).  What a user
-# installs is bound over the system's paths in dkms_run's namespace:
-# pkcs11-provider's pkcs11.so in OpenSSL's modules directory (where the
-# bookworm-backports package puts it), modsign.module in p11-kit's module
-# directory (the client package's: the provider's default module is
-# p11-kit's proxy), and root's client.conf naming the daemon.
-
-dkms_p11_setup() {
-	local ossl=/usr/lib/x86_64-linux-gnu/ossl-modules
-
-	make_pem_key "$T/rsa.pem" rsa:2048 "dkms test key"
-	mkdir -p src "modules/$KVER" etc-dkms/framework.conf.d home/.config/modsign ossl p11-kit
-	cp -a "$SRC" src/
-	printf 'mok_signing_key=pkcs11:object=dkms\nmok_certificate=%s\n' "$T/modsign.der" \
-		>etc-dkms/framework.conf.d/modsign.conf
-	echo "server = unix:$T/sock" >home/.config/modsign/client.conf
-	cp -a "$ossl/." ossl/
-	[ -e ossl/pkcs11.so ] || ln -s "$PROV/pkcs11.so" ossl/pkcs11.so
-	echo "module: $P11" >p11-kit/modsign.module
-	DKMS_BINDS="$T/ossl=$ossl $T/p11-kit=/usr/share/p11-kit/modules"
-	MOD=$T/modules/$KVER/updates/dkms/$PKG.ko
-}
-
-@test "p11-dkms-default-sign-file-byte-identical" {
-	dkms_p11_setup
-	start_daemon "$T/sock" --key "dkms=$T/rsa.pem"
-	MODSIGN_SERVER=unix:$T/sock "$C" cert --key dkms --der >modsign.der
-	run dkms_install
-	cat dkms.out
-	assert_success
-	run cat dkms.out
-	assert_output --partial "Sign command: /usr/lib/linux-kbuild-${KVER%.*}/scripts/sign-file"
-	assert_output --partial "Signing key: pkcs11:object=dkms"
-	refute_output --partial "sign-file:"
-	grep -q '"module":"pkcs11:object=dkms","program":"sign-file","result":"ok"' modsignd.log
-	run "$C" verify --cert rsa.pem.crt "$MOD"
-	assert_success
-	assert_output "$MOD: OK (sha256)"
-	# The kernel's sign-file with the key file, over the same unsigned bytes.
-	split_module "$MOD" ref.ko ref.sig
-	ref sha256 rsa.pem rsa.pem.crt ref.ko
-	cmp ref.ko "$MOD"
-	# Twin: against another key's certificate it does not verify.
-	make_pem_key other.pem rsa:2048 "another key"
-	run "$C" verify --cert other.pem.crt "$MOD"
-	assert_failure
-}
-
-@test "p11-dkms-daemon-down-unsigned-and-said" {
-	dkms_p11_setup
-	openssl x509 -in rsa.pem.crt -outform DER -out modsign.der
-	run dkms_install
-	cat dkms.out
-	# dkms 3.0 ignores its signer's status; sign-file's error is in its
-	# output (6.1.192's sign-file goes on with no key when the token has
-	# none, and fails adding the signer), and the module is installed
-	# unsigned.
-	run cat dkms.out
-	assert_output --partial "private key does not match certificate"
-	assert_output --partial "sign-file: CMS_add1_signer"
-	[ -f "$MOD" ]
-	run "$C" verify --cert rsa.pem.crt "$MOD"
-	assert_failure
-	assert_output --partial "not signed"
-}
-
-@test "p11-dkms-key-not-granted-unsigned" {
-	dkms_p11_setup
-	start_daemon "$T/sock" --key "dkms=$T/rsa.pem" --key other=ephemeral:rsa2048 \
-		--allow uid:0=other
-	openssl x509 -in rsa.pem.crt -outform DER -out modsign.der
-	run dkms_install
-	cat dkms.out
-	run cat dkms.out
-	assert_output --partial "sign-file: CMS_add1_signer"
-	run grep -c '"key":"dkms"' modsignd.log
-	assert_output 0
-	run "$C" verify --cert rsa.pem.crt "$MOD"
-	assert_failure
-	assert_output --partial "not signed"
 }
