@@ -18,6 +18,10 @@
  * reply of that connection: a lost connection's late replies are never
  * read, since it is closed.  Its digest is kept, so a request sent again
  * is the same request.
+ *
+ * A compressed module is held decompressed in memory from its hash until
+ * it is closed: no new module is opened while those open hold
+ * BATCH_MAX_DECOMPRESSED_HELD (batch.h), unless none is in flight.
  */
 #define _GNU_SOURCE /* asprintf */
 #include <errno.h>
@@ -42,14 +46,22 @@
 #define SIGN_WINDOW PROTO_SIGN_WINDOW
 /* Descriptors a module in flight holds: the module, its directory, the
  * directory of its detached signature, and a compressed module's
- * decompressed copy (modfile.h; in memory: a window of 1024 Debian 13
- * modules holds about 120 MB of it). */
+ * decompressed copy (modfile.h; in memory, within the batch's budget:
+ * BATCH_MAX_DECOMPRESSED_HELD). */
 #define SIGN_ITEM_FDS 4
 /* Descriptors kept for the rest: standard streams, the connections, the
  * key's and certificate's files, OpenSSL's. */
 #define SIGN_FD_RESERVE 64
 /* Requests sent between two looks for replies (batch_fill()). */
 #define SIGN_FILL_STEP 32u
+
+/* The bytes of decompressed modules a batch holds (batch.h,
+ * BATCH_MAX_DECOMPRESSED_HELD): counted when a module is opened
+ * (item_hash()), released when it is closed (item_close()), whichever
+ * way it ends: written, refused, failed, or left at the end. */
+struct held {
+	uint64_t now, peak;
+};
 
 struct item {
 	const char *path;
@@ -70,6 +82,8 @@ struct item {
 				* what it returned did not verify, or lost */
 	int prep_err;          /* modfile_prepare() failed: not written */
 	const char *prep_why;
+	struct held *held_in;  /* its batch's count (run_sign()) */
+	uint64_t held;         /* what it adds to it: m.in_memory while open */
 };
 
 static void item_close(struct item *it)
@@ -78,6 +92,20 @@ static void item_close(struct item *it)
 		close(it->p7s_dirfd);
 	it->p7s_dirfd = -1;
 	modfile_close(&it->m);
+	if (it->held) /* its memfd is freed with the close */
+		it->held_in->now -= it->held;
+	it->held = 0;
+}
+
+/* Count what @it, just opened, holds in memory. */
+static void item_hold(struct item *it)
+{
+	struct held *h = it->held_in;
+
+	it->held = it->m.in_memory;
+	h->now += it->held;
+	if (h->now > h->peak)
+		h->peak = h->now;
 }
 
 static void item_fail(struct item *it, int r, const char *why)
@@ -104,16 +132,20 @@ static int item_open_p7s_dir(struct item *it)
 	return it->p7s_dirfd < 0 ? it->p7s_dirfd : 0;
 }
 
-/* Open and hash; false (said, and the item done) if the file is bad. */
+/* Open (unless open already: hashed again for an ML-DSA key, run_sign())
+ * and hash; false (said, and the item done) if the file is bad. */
 static bool item_hash(const struct batch_opts *o, struct item *it)
 {
 	const char *why;
 	int r;
 
-	r = modfile_open(it->path, it->dest == NULL && !o->sign_only, &it->m, &why);
-	if (r < 0) {
-		item_fail(it, r, why);
-		return false;
+	if (it->m.fd < 0) {
+		r = modfile_open(it->path, it->dest == NULL && !o->sign_only, &it->m, &why);
+		if (r < 0) {
+			item_fail(it, r, why);
+			return false;
+		}
+		item_hold(it);
 	}
 	r = o->mu ? modfile_mu(&it->m, o->tr, it->digest, &it->digest_len) :
 		    modfile_digest(&it->m, o->md, it->digest, &it->digest_len);
@@ -121,7 +153,7 @@ static bool item_hash(const struct batch_opts *o, struct item *it)
 		item_fail(it, r, r == -ESTALE ? "changed while being read" : NULL);
 		return false;
 	}
-	if (o->save_sig && (r = item_open_p7s_dir(it)) < 0) {
+	if (o->save_sig && it->p7s_dirfd < 0 && (r = item_open_p7s_dir(it)) < 0) {
 		warn_write(it->p7s, r, "cannot open its directory");
 		item_close(it);
 		it->done = true;
@@ -345,6 +377,8 @@ struct batch {
 	size_t turn;         /* the connection batch_fill() starts with */
 	bool ended;          /* conn_end_requests() said */
 	char why[512];       /* why the last connection was lost */
+	struct held held;    /* the decompressed modules open */
+	uint64_t budget;     /* what they may hold before no new one opens */
 };
 
 /* Bit of pool connection @i in item.refused_by. */
@@ -380,10 +414,33 @@ static bool batch_take_again(struct batch *b, size_t i, size_t *ret)
 	return false;
 }
 
+/*
+ * Whether a new module may be opened (batch.h, BATCH_MAX_DECOMPRESSED_HELD):
+ * while the open ones hold less than the budget, or when none is in
+ * flight, so that one always can (one larger than the budget signs alone),
+ * and the batch never waits for a reply that cannot come.  Those it holds
+ * are in flight, or queued to be sent again (batch_take_again(), always
+ * taken: they hold their memory already), so replies release them.  The
+ * most held is the budget plus one module; plus one more in a moment of a
+ * pool where a module that one server refused waits for another while
+ * nothing is in flight.
+ */
+static bool batch_may_open(const struct batch *b)
+{
+	if (b->held.now < b->budget)
+		return true;
+	for (size_t i = 0; i < b->pool.n; i++)
+		if (b->pool.v[i].c && b->pool.v[i].inflight > 0)
+			return false;
+	return true;
+}
+
 static bool batch_take(struct batch *b, size_t i, size_t *ret)
 {
 	if (batch_take_again(b, i, ret))
 		return true;
+	if (!batch_may_open(b))
+		return false;
 	while (b->next < b->n)
 		if (!b->items[b->next++].done) {
 			*ret = b->next - 1;
@@ -662,12 +719,15 @@ static int run_sign(const struct global *g, struct batch_opts *o,
 {
 	struct pool_pin pin = { .key = o->key, .cert = o->cert, .path = o->expect_path };
 	_cleanup_(freep) size_t *again = calloc(n ?: 1, sizeof(*again));
-	struct batch b = { .o = o, .items = items, .n = n, .again = again };
+	struct batch b = { .o = o, .items = items, .n = n, .again = again,
+			   .budget = o->held_budget ?: BATCH_MAX_DECOMPRESSED_HELD };
 	struct conn *c = NULL;
 	int r;
 
 	if (!again || !choose_form(o))
 		return 1;
+	for (size_t k = 0; k < n; k++)
+		items[k].held_in = &b.held;
 	/* The first module is hashed before connecting: its request then
 	 * follows the connect at once, and the daemon finds it waiting when
 	 * it accepts (one wake-up fewer for kbuild's one module per run). */
@@ -695,7 +755,10 @@ static int run_sign(const struct global *g, struct batch_opts *o,
 			item_close(&items[0]);
 		return 1;
 	}
-	return batch_sign(&b) ? 1 : 0;
+	r = batch_sign(&b) ? 1 : 0;
+	o->held_peak = b.held.peak;
+	o->held_left = b.held.now;
+	return r;
 }
 
 /*

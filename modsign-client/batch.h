@@ -33,6 +33,25 @@
 #include "mldsa.h"
 #include "paths.h"
 
+/*
+ * The decompressed modules a batch holds in memory at once.  A compressed
+ * module is signed from its decompressed copy, a memfd of up to
+ * MODFILE_MAX_DECOMPRESSED (modfile.h), held from its hash until its
+ * signature is written; with a window of 1024 requests per server a tree
+ * of crafted modules just under that limit would hold up to 256 GiB per
+ * server (the attack review held 1.58 GB with 24 of 64 MiB).  A batch
+ * opens no new module while the ones open hold this much, unless none is
+ * in flight (one module always may, so that one of MODFILE_MAX_DECOMPRESSED
+ * signs and a batch never waits on nothing): it holds less than this
+ * plus one module, 512 MiB (for a moment one more, in a pool where a
+ * refused module waits for another server: batch.c, batch_may_open()).
+ * Real trees never reach it: the most any 1024
+ * modules in a row of Debian 13's hold (a full window) is 169 MiB, and a
+ * batch of that tree, whose replies come back as fast as it hashes, holds
+ * far fewer at once (docs/PERFORMANCE.md, "Decompressed modules held").
+ */
+#define BATCH_MAX_DECOMPRESSED_HELD (256u << 20)
+
 struct batch_opts {
 	const char *key;         /* NULL: the daemon's default */
 	const struct digest *md;
@@ -58,6 +77,12 @@ struct batch_opts {
 	bool mldsa_attrs;        /* sign --signed-attrs, sign-file -a (sha512) */
 	bool mu;
 	uint8_t tr[MLDSA_TR_LEN];
+	/* The budget of decompressed bytes held (0: BATCH_MAX_DECOMPRESSED_HELD;
+	 * a test's smaller one), and, after a batch, the most it held at once
+	 * and what it still counted once every module was closed (0: every
+	 * path released what it held). */
+	uint64_t held_budget;
+	uint64_t held_peak, held_left;
 };
 
 /*

@@ -171,6 +171,7 @@ static int open_content(struct modfile *m, off_t *ret_size, const char **ret_err
 	if (fstat(m->fd, &st) < 0)
 		return -errno;
 	*ret_size = st.st_size;
+	m->in_memory = (uint64_t)st.st_size;
 	return 0;
 }
 
@@ -256,6 +257,7 @@ void modfile_close(struct modfile *m)
 	if (m->dirfd >= 0)
 		close(m->dirfd);
 	m->fd = m->file = m->plain = m->out = m->dirfd = -1;
+	m->in_memory = 0;
 }
 
 int modfile_digest(struct modfile *m, const struct digest *md, uint8_t *out,

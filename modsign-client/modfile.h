@@ -48,6 +48,8 @@ struct modfile {
 	const struct compressor *comp; /* its compression; NULL: none */
 	struct stat st;   /* of the file on disk */
 	struct modsig_info sig; /* of the module (decompressed) */
+	uint64_t in_memory; /* bytes of it held in memory: the decompressed
+			     * copy's size when compressed, else 0 */
 	const char *dest; /* borrowed: where modfile_commit() puts it */
 	int out;          /* the unnamed new file, -1 until prepared */
 	const struct compressor *out_comp; /* how it is compressed; NULL: not */

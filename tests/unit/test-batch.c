@@ -38,6 +38,7 @@
 
 #include "batch.h"
 #include "cert.h"
+#include "compress.h"
 #include "modfile.h"
 #include "pkcs7.h"
 #include "proto.h"
@@ -503,21 +504,29 @@ static bool start_servers(struct scene *sc, const struct spec *spec, size_t n_sr
 	return true;
 }
 
-/* sign's batch of the scene's modules over its servers; @pin: the
- * certificate file it pins (NULL: the servers' own). */
-static int run_batch(struct scene *sc, const struct spec *spec, size_t n_srv, const char *pin)
+/* sign's batch of the scene's modules over its servers with @o, whose
+ * servers gather @gather requests (0: their share) before they answer;
+ * @pin: the certificate file it pins (NULL: the servers' own). */
+static int run_batch_with(struct scene *sc, const struct spec *spec, size_t n_srv,
+			  const char *pin, struct batch_opts *o, unsigned gather)
 {
-	struct batch_opts o = sha256_opts();
 	struct global g;
 	int r = 1;
 
-	if (!start_servers(sc, spec, n_srv, 0))
+	if (!start_servers(sc, spec, n_srv, gather))
 		return -1;
 	g = scene_global(sc);
-	if (!pin || batch_pin_cert(&o, pin) >= 0)
-		r = CAPTURE(sc, batch_sign_paths(&g, &o, &sc->paths));
-	batch_opts_done(&o);
+	if (!pin || batch_pin_cert(o, pin) >= 0)
+		r = CAPTURE(sc, batch_sign_paths(&g, o, &sc->paths));
+	batch_opts_done(o);
 	return r;
+}
+
+static int run_batch(struct scene *sc, const struct spec *spec, size_t n_srv, const char *pin)
+{
+	struct batch_opts o = sha256_opts();
+
+	return run_batch_with(sc, spec, n_srv, pin, &o, 0);
 }
 
 /* sign-file's one module per call, for each of the scene's modules;
@@ -771,6 +780,150 @@ UNIT_TEST(one_refused_by_all)
 	CHECK_EQ("one-refused-untouched", signed_by(sc.mod[0], &id_a), 0);
 	CHECK_EQ("one-refused-s0-asked-once", signs(&sc, 0), 1);
 	CHECK_EQ("one-refused-s1-asked-once", signs(&sc, 1), 1);
+	scene_done(&sc);
+}
+
+/* ---- the decompressed modules a batch holds (batch.h) ---- */
+
+/* The scene's modules compressed: each m@i.ko becomes m@i.ko.zst, whose
+ * decompressed copy (ELF_LEN bytes) the batch holds while it is open. */
+static bool scene_compress(struct scene *sc, size_t n)
+{
+	const struct compressor *zst = compress_by_suffix("m.ko.zst");
+	bool ok = zst != NULL;
+
+	pathlist_free(&sc->paths);
+	for (size_t i = 0; i < n && ok; i++) {
+		char out[PATH_MAX];
+		int in, fd;
+
+		ok = snprintf(out, sizeof(out), "%s.zst", sc->mod[i]) < (int)sizeof(out);
+		in = ok ? open(sc->mod[i], O_RDONLY | O_CLOEXEC) : -1;
+		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		ok = ok && in >= 0 && fd >= 0 && zst->encode(in, ELF_LEN, fd) == 0;
+		if (in >= 0)
+			close(in);
+		ok = fd >= 0 && close(fd) == 0 && ok && unlink(sc->mod[i]) == 0;
+		snprintf(sc->mod[i], PATH_MAX, "%s", out);
+		ok = ok && pathlist_add(&sc->paths, sc->mod[i]) >= 0;
+	}
+	return ok;
+}
+
+/* A batch of the scene's compressed modules with a budget of @budget
+ * bytes held, servers answering each request as it comes. */
+static int run_held(struct scene *sc, const struct spec *spec, size_t n_srv, uint64_t budget,
+		    struct batch_opts *o)
+{
+	*o = sha256_opts();
+	o->held_budget = budget;
+	return run_batch_with(sc, spec, n_srv, NULL, o, 1);
+}
+
+/* A budget smaller than one module: each is opened alone once none is in
+ * flight, and signs (the one-at-least rule: no stall); what was counted
+ * is released when each is closed. */
+UNIT_TEST(held_one_at_a_time)
+{
+	const struct spec spec[] = { { .rules = all_ok }, { .rules = all_ok } };
+	struct batch_opts o;
+	struct scene sc;
+
+	if (!CHECK("held-one-setup", scene_make(&sc, "held-one", N_MODS) &&
+					     scene_compress(&sc, N_MODS)))
+		return;
+	CHECK_EQ("held-one-exit-0", run_held(&sc, spec, 2, 1, &o), 0);
+	CHECK_EQ("held-one-all-signed", count_signed(&sc, N_MODS, &id_a), N_MODS);
+	CHECK_EQ("held-one-one-at-a-time", o.held_peak, ELF_LEN);
+	CHECK_EQ("held-one-all-released", o.held_left, 0);
+	CHECK("held-one-nothing-said", sc.err[0] == 0);
+	scene_done(&sc);
+}
+
+/* Twin: a budget of three modules holds three at once (the fill opens
+ * them before it reads a reply), not one, and not the window. */
+UNIT_TEST(held_up_to_budget)
+{
+	const struct spec spec[] = { { .rules = all_ok } };
+	struct batch_opts o;
+	struct scene sc;
+
+	if (!CHECK("held-budget-setup", scene_make(&sc, "held-budget", N_MODS) &&
+						scene_compress(&sc, N_MODS)))
+		return;
+	CHECK_EQ("held-budget-exit-0", run_held(&sc, spec, 1, 3 * ELF_LEN, &o), 0);
+	CHECK_EQ("held-budget-all-signed", count_signed(&sc, N_MODS, &id_a), N_MODS);
+	CHECK_EQ("held-budget-three-at-once", o.held_peak, 3 * ELF_LEN);
+	CHECK_EQ("held-budget-all-released", o.held_left, 0);
+	scene_done(&sc);
+}
+
+/* Every way a module ends releases what it held, and a module sent again
+ * keeps its copy (counted once): a server lost mid-batch (its request
+ * sent again elsewhere), a refusal sent to the other server, a refusal
+ * by all, a signature that does not verify with no server left to ask,
+ * every server lost.  Budget one module, so one at a time, each to s0
+ * first (the fill starts there); but a module s0 refused waits for s1
+ * while nothing is in flight, and s0 opens the next meanwhile: two held
+ * (batch_may_open()). */
+UNIT_TEST(held_released_on_every_path)
+{
+	static const struct rule close_m3[] = { { "m3.ko.zst", ACT_CLOSE }, { .module = NULL } };
+	static const struct rule refuse_m1[] = { { "m1.ko.zst", ACT_REFUSE }, { .module = NULL } };
+	static const struct rule bad_m1[] = { { "m1.ko.zst", ACT_BAD_SIG }, { .module = NULL } };
+	static const struct rule close_m1[] = { { "m1.ko.zst", ACT_CLOSE }, { .module = NULL } };
+	static const struct rule close_m2[] = { { "m2.ko.zst", ACT_CLOSE }, { .module = NULL } };
+	static const struct {
+		const char *name;
+		struct spec spec[2];
+		size_t n_srv, signed_, peak;
+	} cases[] = {
+		{ "lost", { { .rules = close_m3 }, { .rules = all_ok } }, 2, N_MODS, 1 },
+		{ "refused-once", { { .rules = refuse_m1 }, { .rules = all_ok } }, 2, N_MODS, 2 },
+		{ "refused-all", { { .rules = refuse_m1 }, { .rules = refuse_m1 } }, 2, N_MODS - 1,
+		  2 },
+		{ "bad-sig-alone", { { .rules = bad_m1 } }, 1, N_MODS - 1, 1 },
+		/* m1 lost with s0, signed by s1, which is lost at m2 */
+		{ "no-server", { { .rules = close_m1 }, { .rules = close_m2 } }, 2, 1, 1 },
+	};
+
+	for (size_t k = 0; k < ELEMENTSOF(cases); k++) {
+		char name[64];
+		struct batch_opts o;
+		struct scene sc;
+
+		snprintf(name, sizeof(name), "held-%s", cases[k].name);
+		if (!CHECK(name, scene_make(&sc, name, N_MODS) && scene_compress(&sc, N_MODS)))
+			return;
+		run_held(&sc, cases[k].spec, cases[k].n_srv, 1, &o);
+		snprintf(name, sizeof(name), "held-%s-signed", cases[k].name);
+		CHECK_EQ(name, count_signed(&sc, N_MODS, &id_a), cases[k].signed_);
+		snprintf(name, sizeof(name), "held-%s-all-released", cases[k].name);
+		CHECK_EQ(name, o.held_left, 0);
+		snprintf(name, sizeof(name), "held-%s-peak", cases[k].name);
+		CHECK_EQ(name, o.held_peak, cases[k].peak * ELF_LEN);
+		scene_done(&sc);
+	}
+}
+
+/* A file that is no module among them: refused at its open, never
+ * counted; the others sign one at a time. */
+UNIT_TEST(held_not_a_module)
+{
+	const struct spec spec[] = { { .rules = all_ok } };
+	struct batch_opts o;
+	struct scene sc;
+	int fd;
+
+	if (!CHECK("held-junk-setup", scene_make(&sc, "held-junk", N_MODS) &&
+					      scene_compress(&sc, N_MODS)))
+		return;
+	fd = open(sc.mod[1], O_WRONLY | O_TRUNC | O_CLOEXEC);
+	CHECK("held-junk-made", fd >= 0 && write_full(fd, "junk", 4) == 0 && close(fd) == 0);
+	CHECK_EQ("held-junk-exit-1", run_held(&sc, spec, 1, 1, &o), 1);
+	CHECK_EQ("held-junk-others-signed", count_signed(&sc, N_MODS, &id_a), N_MODS - 1);
+	CHECK_EQ("held-junk-all-released", o.held_left, 0);
+	CHECK_EQ("held-junk-one-at-a-time", o.held_peak, ELF_LEN);
 	scene_done(&sc);
 }
 
