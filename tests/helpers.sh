@@ -161,9 +161,11 @@ free_port() {
 }
 
 # wait_port PORT: until something listens on 127.0.0.1:PORT and $DAEMON_PID
-# lives; fails after 5 s or if the daemon died (say, the port was taken).
+# lives; fails after 30 s or at once if the daemon died (say, the port was
+# taken).  30, not 5: a one-time RSA key made on a loaded machine can
+# take seconds before the daemon listens.
 wait_port() {
-	for _ in $(seq 1 100); do
+	for _ in $(seq 1 600); do
 		kill -0 "$DAEMON_PID" 2>/dev/null || return 1
 		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
 		sleep 0.05
