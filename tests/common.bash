@@ -174,7 +174,7 @@ hup() {
 	local h0
 	h0=$(hups)
 	kill -HUP "${1:-$DAEMON_PID}"
-	eventually 5 hups_since "$h0"
+	eventually 30 hups_since "$h0"
 }
 
 # rss [PID]: the resident set of PID ($DAEMON_PID), in KiB.

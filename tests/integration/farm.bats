@@ -535,7 +535,7 @@ hsm_host() {
 	ip netns exec "mf${TAG}hsm" env SOFTHSM2_CONF="$T/softhsm2.conf" \
 		p11-kit server -f --provider "$SOFTHSM" -n "$T/p11.sock" "pkcs11:token=modsign" \
 		>"$T/p11-kit.log" 2>&1 3>&- &
-	eventually 5 test -S "$T/p11.sock" || return 1
+	eventually 30 test -S "$T/p11.sock" || return 1
 	# setsid: a process group of its own, so that a cut ends it and the
 	# connections it forked, and nothing else.
 	ip netns exec "mf${TAG}hsm" setsid socat TCP-LISTEN:5555,bind=198.18.0.100,reuseaddr,fork \
@@ -550,7 +550,7 @@ link_up() {
 		TCP:198.18.0.100:5555 2>/dev/null 3>&- &
 	printf -v "FWD_$1" %s "$!"
 	GROUPS_TO_KILL+=($!)
-	eventually 5 test -S "$T/hsm-$1.sock"
+	eventually 30 test -S "$T/hsm-$1.sock"
 }
 link_cut() { kill -- "-$(eval echo "\$FWD_$1")"; }
 

@@ -463,7 +463,7 @@ relayed() { # a daemon and the relay in front of it, relay.sock
 	"$C" --server "unix:$T/sock" cert >rcert.pem
 	relay "$T/relay.sock" "$T/sock" "$T/relay.go" 3>&- &
 	BG_PIDS+=($!)
-	eventually 5 test -S relay.sock
+	eventually 30 test -S relay.sock
 	orig_copies rn 1
 	new="$F/orig/$(ls "$F/orig" | sed -n 2p)"
 }

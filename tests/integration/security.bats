@@ -170,7 +170,7 @@ nobody_daemon() {
 	DAEMON_PIDS+=("$npid")
 	nobody_memlocked sleep 300 3>&- &
 	DAEMON_PIDS+=($!)
-	eventually 5 pgrep -u nobody -f "^sleep 300$" >/dev/null
+	eventually 30 pgrep -u nobody -f "^sleep 300$" >/dev/null
 	twin=$(pgrep -u nobody -f "^sleep 300$" | tail -n1)
 	DAEMON_PIDS+=("$twin")
 }

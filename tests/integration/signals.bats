@@ -64,7 +64,7 @@ sigbit() {
 	local h0
 	h0=$(hups)
 	tgkill "$DAEMON_PID" "$LIB_TID" 1
-	eventually 5 hups_since "$h0"
+	eventually 30 hups_since "$h0"
 	! gone
 	fresh m.ko
 	"$C" sign m.ko
@@ -73,7 +73,7 @@ sigbit() {
 
 @test "sighup-storm-to-process-keeps-daemon" {
 	tgkill "$DAEMON_PID" "$LIB_TID" 1 50
-	eventually 5 hups_since 0
+	eventually 30 hups_since 0
 	! gone
 	fresh m.ko
 	"$C" sign m.ko

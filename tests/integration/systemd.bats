@@ -109,7 +109,7 @@ notified_daemon() {
 	PY
 	listener=$!
 	DAEMON_PIDS+=("$listener")
-	eventually 5 test -S notify
+	eventually 30 test -S notify
 	NOTIFY_SOCKET=$T/notify bash -c 'export WATCHDOG_PID=$$ WATCHDOG_USEC=1000000; exec "$0" "$@"' \
 		"$MODSIGND" --listen "unix:$T/sock" --key default=ephemeral:rsa4096 2>d.log 3>&- &
 	pid=$!
@@ -149,7 +149,7 @@ notified_daemon() {
 
 @test "notify-status" {
 	notified_daemon
-	eventually 5 grep -q "STATUS=.*signature(s) given" notify.log || { cat notify.log; false; }
+	eventually 30 grep -q "STATUS=.*signature(s) given" notify.log || { cat notify.log; false; }
 }
 
 @test "exits-0-on-sigterm" {
@@ -178,7 +178,7 @@ try: print(s.recv(4096).decode())
 except socket.timeout: pass" >notify2.log 3>&- &
 	l2=$!
 	DAEMON_PIDS+=("$l2")
-	eventually 5 test -S notify2
+	eventually 30 test -S notify2
 	NOTIFY_SOCKET=$T/notify2 "$MODSIGND" --listen "unix:$T/sock2" --key default=/nonexistent.pem 2>/dev/null || true
 	wait "$l2" || true
 	run grep -q "READY=1" notify2.log

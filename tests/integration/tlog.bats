@@ -688,7 +688,7 @@ modsignd_run() {
 	    print(msg.replace("\n", " | "), flush=True)
 	PY
 	DAEMON_PIDS+=($!)
-	eventually 5 test -S notify
+	eventually 30 test -S notify
 	NOTIFY_SOCKET=$T/notify "$MODSIGND" --listen "unix:$T/sock" --key default=ephemeral:rsa2048 \
 		--transparency-log "$T/log" --log-key "$T/log.pem" \
 		--log-origin example.org/modsign-test 2>>modsignd.log 3>&- &
@@ -700,7 +700,7 @@ modsignd_run() {
 	mkdir log/tile/0/000.p/2.tmp # where the next commit writes: it fails
 	run "$C" sign "${MODS[1]}"
 	assert_failure
-	eventually 5 grep -q "STATUS=.*transparency log broken, signatures withheld: checkpoint: not the one this daemon published (1 entries)" notify.log ||
+	eventually 30 grep -q "STATUS=.*transparency log broken, signatures withheld: checkpoint: not the one this daemon published (1 entries)" notify.log ||
 		{ cat notify.log; false; }
 	# Twin: the published checkpoint back, it signs and the status is plain.
 	cp published log/checkpoint

@@ -213,7 +213,7 @@ status_to() { as builder-1 status >"$1"; }
 	body_digest=$(sha b1.body)
 	audited() { grep -q "\"identity\":\"cn:builder-1\".*\"digest\":\"$body_digest\".*\"result\":\"ok\"" audit.jsonl; }
 	# The daemon audits after it has answered: the client may exit first.
-	eventually 5 audited || { echo "digest $body_digest"; cat audit.jsonl; false; }
+	eventually 30 audited || { echo "digest $body_digest"; cat audit.jsonl; false; }
 }
 
 # ---- the client's config file and environment do the same -------------------
@@ -302,7 +302,7 @@ refused() {
 	assert_equal "$(sha r.ko)" "$before"
 	# The daemon audits after it has answered: the client may exit first.
 	audited_since() { tail -n +$((n0 + 1)) audit.jsonl | grep -q -- "$reason"; }
-	eventually 5 audited_since ||
+	eventually 30 audited_since ||
 		{ echo "no audit record with '$reason': $(tail -n 2 audit.jsonl)"; false; }
 }
 
@@ -374,7 +374,7 @@ refused() {
 	refused "cn:stranger is not named by the policy" as stranger
 	refused "key default is not granted to cn:builder-2" as builder-2
 	three_ok() { [ "$(grep -c '"result":"ok"' audit.jsonl)" -ge 3 ]; }
-	eventually 5 three_ok
+	eventually 30 three_ok
 	run python3 -c "
 import json, sys
 need = {'time', 'identity', 'key', 'key_id', 'hash', 'digest', 'module', 'result'}
@@ -513,7 +513,7 @@ sni_of() { # HOST: the trace of builder-1's ClientHello to tls:HOST:$PORT
 		-cert "$P/signing-host.crt" -key "$P/signing-host.key" \
 		< <(sleep 20) >trace.out 2>&1 & # stdin open: at EOF it stops
 	pid=$!
-	eventually 5 grep -q ACCEPT trace.out
+	eventually 30 grep -q ACCEPT trace.out
 	timeout 5 "$C" --server "tls:$1:$PORT" --tls-ca "$P/farm-ca.crt" \
 		--tls-cert "$P/builder-1.crt" --tls-key "$P/builder-1.key" status >/dev/null 2>&1
 	kill "$pid" 2>/dev/null
@@ -576,7 +576,7 @@ grow_policy() {
 	grow_policy
 	echo 'allow = nonsense' >>modsignd.conf
 	hup
-	eventually 5 grep -q "keeping the old policy" modsignd.log || { tail -n 3 modsignd.log; false; }
+	eventually 30 grep -q "keeping the old policy" modsignd.log || { tail -n 3 modsignd.log; false; }
 }
 
 @test "sighup-bad-policy-keeps-old" {
@@ -584,7 +584,7 @@ grow_policy() {
 	grow_policy
 	echo 'allow = nonsense' >>modsignd.conf
 	hup
-	eventually 5 grep -q "keeping the old policy" modsignd.log
+	eventually 30 grep -q "keeping the old policy" modsignd.log
 	run as stranger status
 	assert_success
 }
@@ -599,7 +599,7 @@ activated() {
 		--allow cn:builder-1 2>>activate.log 3>&- &
 	DAEMON_PID=$!
 	DAEMON_PIDS+=($!)
-	eventually 5 test -S act.sock
+	eventually 30 test -S act.sock
 }
 
 @test "socket-activated-unix" {
@@ -790,7 +790,7 @@ rev_hup() {
 	n0=$(grep -c "policy reloaded\|keeping the old policy" modsignd.log || true)
 	kill -HUP "$DAEMON_PID"
 	reloaded() { [ "$(grep -c "policy reloaded\|keeping the old policy" modsignd.log)" -gt "$n0" ]; }
-	eventually 5 reloaded
+	eventually 30 reloaded
 }
 
 @test "crl-sighup-revokes-without-restart" {
@@ -837,7 +837,7 @@ tls_connected() {
 	eventually 30 tls_connected 2
 	cp "$R/revoked.crl" crl.pem
 	rev_hup
-	eventually 5 test -e stolen-conn/rc
+	eventually 30 test -e stolen-conn/rc
 	grep -q "closing: its certificate is now revoked" modsignd.log
 	# Twin: the unrevoked builder's connection stays.
 	run test -e new-conn/rc
@@ -880,7 +880,7 @@ tls_connected() {
 	fresh stolen.ko
 	rev_as stolen sign stolen.ko
 	# Both certificates are builder-1's; each record says which one signed.
-	eventually 5 grep -q stolen.ko audit.jsonl
+	eventually 30 grep -q stolen.ko audit.jsonl
 	for who in new stolen; do
 		serial=$(openssl x509 -in "$R/$who.crt" -noout -serial | sed 's/.*=//' | tr A-F a-f)
 		run jq -r --arg m "$who.ko" 'select(.module == $m) | [.identity, .client_cert_sha256,
@@ -1117,12 +1117,12 @@ PY
 	lport=$(free_port)
 	mkdir -p px
 	hold_finished_proxy "$lport" px
-	eventually 5 test -e px/listening
+	eventually 30 test -e px/listening
 	fresh r.ko
 	before=$(sha r.ko)
 	PORT=$lport
 	(set +e; rev_as stolen sign r.ko >px/out 2>&1; echo $? >px/rc) 3>&- &
-	eventually 5 test -e px/held
+	eventually 30 test -e px/held
 	PORT=$dport
 	cp "$R/revoked.crl" crl.pem
 	rev_hup
@@ -1138,10 +1138,10 @@ PY
 	rm -rf px && mkdir px
 	lport=$(free_port)
 	hold_finished_proxy "$lport" px
-	eventually 5 test -e px/listening
+	eventually 30 test -e px/listening
 	PORT=$lport
 	(set +e; rev_as new sign r.ko >px/out 2>&1; echo $? >px/rc) 3>&- &
-	eventually 5 test -e px/held
+	eventually 30 test -e px/held
 	touch px/release
 	eventually 10 test -e px/rc
 	run cat px/rc
