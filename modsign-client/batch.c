@@ -154,7 +154,7 @@ static bool item_hash(const struct batch_opts *o, struct item *it)
 		return false;
 	}
 	if (o->save_sig && it->p7s_dirfd < 0 && (r = item_open_p7s_dir(it)) < 0) {
-		warn_write(it->p7s, r, "cannot open its directory");
+		warn_msg("%s: cannot open its directory: %s", it->p7s, strerror(-r));
 		item_close(it);
 		it->done = true;
 		return false;

@@ -280,3 +280,17 @@ lazy_compressed() {
 	assert_output --regexp "m\.ko\.xz: .*cannot load liblzma\.so\.5: .*liblzma"
 	cmp before.xz m.ko.xz
 }
+
+@test "dest-xz-on-a-full-filesystem-one-reason" {
+	# The commit's line for a module it could not compress: the reason
+	# once, not followed by strerror of the same errno.
+	[ "$(id -u)" = 0 ] || skip "needs root for a mount namespace"
+	fresh m.ko
+	mkdir full
+	run unshare -m sh -c 'mount -t tmpfs -o size=4k tmpfs full && exec "$@"' sh \
+		"$C" sign-file sha256 modsign:default "$F/cert.pem" "$T/m.ko" "$T/full/out.ko.xz"
+	assert_failure
+	# (4 KiB: the module compressed is 5.5 KiB.)
+	assert_output "modsign-client: $T/full/out.ko.xz: cannot compress the new module: xz: No space left on device"
+	assert_equal "$(ls -A full)" ""
+}
