@@ -612,6 +612,20 @@ static int compress_out(struct modfile *m, const uint8_t *sig, size_t sig_len,
 	return 0;
 }
 
+int modfile_check_dest(struct modfile *m, const char *dest, const char **ret_err)
+{
+	char buf[256]; /* compress_strerror(): a library that would not load, named */
+	const struct compressor *c = compress_by_suffix(dest ?: m->path);
+	int r = c ? compress_load(c) : 0;
+
+	*ret_err = NULL;
+	if (r < 0) {
+		*ret_err = m->why;
+		say(m, r, "%s", compress_strerror(c, r, buf, sizeof(buf)));
+	}
+	return r;
+}
+
 int modfile_prepare(struct modfile *m, const char *dest, const char **ret_err)
 {
 	int r;

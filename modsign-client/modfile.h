@@ -112,6 +112,17 @@ int modfile_write(struct modfile *m, const char *dest, const uint8_t *sig,
 		  size_t sig_len, const char **ret_err);
 
 /*
+ * What can be known of @dest (NULL: in place) before its signature is
+ * asked for, checked then, so that its failure costs no signature (the
+ * daemon audits every one it issues): the library of the format @dest's
+ * name says is loaded.  A plain module signed to NAME.ko.xz would
+ * otherwise load liblzma only in modfile_commit(), after the daemon
+ * signed.  The rest of modfile_prepare() is made while the daemon signs,
+ * and fails after it.  Errors as modfile_write().
+ */
+int modfile_check_dest(struct modfile *m, const char *dest, const char **ret_err);
+
+/*
  * modfile_write() in two steps, so that a signer can do the first while
  * the daemon signs: prepare the unnamed new file (body, mode, owner) in
  * @dest's directory, then commit it (signature and trailer, the check
