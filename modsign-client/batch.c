@@ -146,6 +146,14 @@ static bool item_hash(const struct batch_opts *o, struct item *it)
 			return false;
 		}
 		item_hold(it);
+		/* Before the request: what would fail the write after the
+		 * daemon signed, and can be known now. */
+		if (!o->sign_only && (r = modfile_check_dest(&it->m, it->dest, &why)) < 0) {
+			warn_write(it->dest ?: it->path, r, why);
+			item_close(it);
+			it->done = true;
+			return false;
+		}
 	}
 	r = o->mu ? modfile_mu(&it->m, o->tr, it->digest, &it->digest_len) :
 		    modfile_digest(&it->m, o->md, it->digest, &it->digest_len);
@@ -154,7 +162,7 @@ static bool item_hash(const struct batch_opts *o, struct item *it)
 		return false;
 	}
 	if (o->save_sig && it->p7s_dirfd < 0 && (r = item_open_p7s_dir(it)) < 0) {
-		warn_write(it->p7s, r, "cannot open its directory");
+		warn_msg("%s: cannot open its directory: %s", it->p7s, strerror(-r));
 		item_close(it);
 		it->done = true;
 		return false;

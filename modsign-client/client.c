@@ -115,7 +115,7 @@ void warn_write(const char *path, int r, const char *why)
 	if (r == -ESTALE)
 		warn_msg("%s: changed while being signed", path);
 	else
-		warn_msg("%s: %s%s%s", path, why ?: "", why ? ": " : "", strerror(-r));
+		warn_msg("%s: %s", path, why ?: strerror(-r)); /* @why is complete */
 }
 
 const struct digest *client_hash_arg(const char *name)

@@ -64,7 +64,8 @@ void out_json(json_object *doc);
 void warn_cert(const char *path, int r);
 
 /* A module (or .p7s) at @path that could not be written (@r and @why
- * from modfile_write() and its kin), in one line. */
+ * from modfile_write() and its kin: @why the whole reason, or NULL), in
+ * one line. */
 void warn_write(const char *path, int r, const char *why);
 
 /*

@@ -22,8 +22,7 @@ static int strip_one(const char *path)
 	if (m.sig.sig_len > 0) {
 		r = modfile_write(&m, NULL, NULL, 0, &why);
 		if (r < 0)
-			warn_msg("%s: %s%s%s", path, why ?: "", why ? ": " : "",
-				 strerror(-r));
+			warn_msg("%s: %s", path, why ?: strerror(-r));
 	}
 	modfile_close(&m);
 	return r;

@@ -315,6 +315,16 @@ static void gz_enc_end(union zstate *s)
 
 /* ---- the pump ---- */
 
+/* @lib, or -ELIBACC with its failure kept for compress_strerror(). */
+static int load(struct dlopen_lib *lib)
+{
+	int r = dlopen_lib_load(lib, load_failed_why, sizeof(load_failed_why));
+
+	if (r < 0)
+		load_failed_soname = lib->soname;
+	return r;
+}
+
 /*
  * @in (from offset 0: to its end when decoding, @len bytes when
  * encoding) through @codec into @out, at most @max bytes out.  The end
@@ -329,12 +339,10 @@ static int pump(const struct codec *codec, bool decoding, int in, uint64_t len, 
 	union zstate s;
 	uint64_t off = 0, total = 0;
 	bool eof = false;
-	int r = dlopen_lib_load(codec->lib, load_failed_why, sizeof(load_failed_why));
+	int r = load(codec->lib);
 
-	if (r < 0) {
-		load_failed_soname = codec->lib->soname;
+	if (r < 0)
 		return r;
-	}
 	r = codec->init(&s, len);
 
 	while (r >= 0) {
@@ -430,10 +438,15 @@ static const uint8_t zstd_magic[] = { 0x28, 0xb5, 0x2f, 0xfd };
 static const uint8_t gz_magic[] = { 0x1f, 0x8b };
 
 static const struct compressor compressors[] = {
-	{ "xz", ".xz", xz_magic, sizeof(xz_magic), xz_decode, xz_encode },
-	{ "zstd", ".zst", zstd_magic, sizeof(zstd_magic), zstd_decode, zstd_encode },
-	{ "gzip", ".gz", gz_magic, sizeof(gz_magic), gz_decode, gz_encode },
+	{ "xz", ".xz", xz_magic, sizeof(xz_magic), xz_decode, xz_encode, &lzma_lib },
+	{ "zstd", ".zst", zstd_magic, sizeof(zstd_magic), zstd_decode, zstd_encode, &zstd_lib },
+	{ "gzip", ".gz", gz_magic, sizeof(gz_magic), gz_decode, gz_encode, &zlib_lib },
 };
+
+int compress_load(const struct compressor *c)
+{
+	return load(c->lib);
+}
 
 const struct compressor *compress_by_magic(const uint8_t *head, size_t len)
 {

@@ -38,6 +38,8 @@
  * 65 MiB, zstd's default window limit is 128 MiB (2^27). */
 #define COMPRESS_MAX_MEM (128u << 20)
 
+struct dlopen_lib;
+
 struct compressor {
 	const char *name;      /* "xz": for messages */
 	const char *suffix;    /* ".xz": a module NAME.ko.xz */
@@ -48,6 +50,7 @@ struct compressor {
 	int (*decode)(int in, int out, uint64_t max);
 	/* The first @len bytes of @in (pread from 0) encoded into @out. */
 	int (*encode)(int in, uint64_t len, int out);
+	struct dlopen_lib *lib; /* the library both use: compress_load() */
 };
 
 /* The row whose magic @head (@len bytes of a file's start) begins with;
@@ -59,6 +62,15 @@ const struct compressor *compress_by_suffix(const char *name);
 
 /* Whether @name is a module's: NAME.ko, or NAME.ko plus a row's suffix. */
 bool compress_is_module_name(const char *name);
+
+/*
+ * Load @c's library now, as its first decode or encode would: 0, or
+ * -ELIBACC (compress_strerror() names the file and why).  A writer that
+ * is to encode only after something it cannot take back (a signature
+ * the daemon issues and audits) loads it first, so that a library that
+ * cannot load fails before, not after.
+ */
+int compress_load(const struct compressor *c);
 
 /* @r (a decode's or encode's) in words, naming @c's format. */
 const char *compress_strerror(const struct compressor *c, int r, char *buf, size_t size);

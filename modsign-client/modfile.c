@@ -29,6 +29,15 @@ _printf_(3, 4) static int say(struct modfile *m, int r, const char *fmt, ...)
 	return r;
 }
 
+/* Step @step failed with @r: the whole reason, "STEP: strerror", in
+ * m->why and *@ret_err (modfile.h: a reason is complete, its caller adds
+ * nothing to it). */
+static int step_failed(struct modfile *m, int r, const char *step, const char **ret_err)
+{
+	*ret_err = m->why;
+	return say(m, r, "%s: %s", step, strerror(-r));
+}
+
 /* The body must be exactly the ELF image: more is a damaged or truncated
  * signature (its magic gone, so it would be taken for module data and a
  * new signature stacked on top), less is a truncated module. */
@@ -405,7 +414,7 @@ static int clear_temp(struct modfile *m, const char *tmp, uint64_t deadline)
 	if (other < 0 && errno == ENOENT) /* renamed away meanwhile */
 		return 0;
 	if (other < 0 && errno != ELOOP && errno != EWOULDBLOCK)
-		return say(m, -errno, "cannot open %s next to it", tmp);
+		return say(m, -errno, "cannot open %s next to it: %s", tmp, strerror(errno));
 	if (other < 0 || fstat(other, &held) < 0 || !S_ISREG(held.st_mode) ||
 	    !ours(m, held.st_uid))
 		return say(m, -EEXIST,
@@ -457,7 +466,9 @@ static int link_temp(struct modfile *m, char *tmp, size_t size)
 	for (int tries = 0; tries < 16; tries++) {
 		r = link_fd(m->out, m->dirfd, tmp);
 		if (r != -EEXIST)
-			return r < 0 ? say(m, r, "cannot link the new module as %s", tmp) : 0;
+			return r < 0 ? say(m, r, "cannot link the new module as %s: %s", tmp,
+					   strerror(-r)) :
+				       0;
 		r = clear_temp(m, tmp, deadline);
 		if (r < 0)
 			return r;
@@ -497,14 +508,14 @@ static int keep_owner(struct modfile *m, const char **ret_err)
 	/* What the new file was born with: not always our egid (a
 	 * set-group-ID directory gives its own group). */
 	if (fstat(m->out, &now) < 0)
-		return (*ret_err = "cannot keep its owner and group"), -errno;
+		return step_failed(m, -errno, "cannot keep its owner and group", ret_err);
 	if (m->st.st_uid == now.st_uid && m->st.st_gid == now.st_gid)
 		return 0;
 	if (fchown(m->out, m->st.st_uid, m->st.st_gid) == 0)
 		return 0;
 	*ret_err = m->why;
 	if (errno != EPERM)
-		return say(m, -errno, "cannot keep its owner and group");
+		return step_failed(m, -errno, "cannot keep its owner and group", ret_err);
 	if (m->st.st_uid != now.st_uid)
 		return say(m, -EPERM,
 			   "cannot keep its owner (uid %u): only root can give a file to "
@@ -549,10 +560,10 @@ static int prepare_in_dir(struct modfile *m, const char **ret_err)
 	m->out = openat(m->dirfd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC,
 			m->in_place ? 0600 : 0666);
 	if (m->out < 0)
-		return (*ret_err = "cannot create a file in its directory"), -errno;
+		return step_failed(m, -errno, "cannot create a file in its directory", ret_err);
 	/* Held until we exit: see link_temp(). */
 	if (flock(m->out, LOCK_EX) < 0)
-		return (*ret_err = "cannot lock the new module"), -errno;
+		return step_failed(m, -errno, "cannot lock the new module", ret_err);
 	m->out_comp = m->detached ? NULL : compress_by_suffix(m->name);
 	if (m->detached)
 		r = 0;
@@ -560,12 +571,14 @@ static int prepare_in_dir(struct modfile *m, const char **ret_err)
 		r = prepare_plain(m);
 	else
 		r = copy_body(m->fd, m->out, m->sig.body_len);
+	if (r == -ESTALE)
+		return r; /* *@ret_err NULL: the caller says it changed */
 	if (r < 0)
-		return (*ret_err = r == -ESTALE ? NULL : "cannot write the new module"), r;
+		return step_failed(m, r, "cannot write the new module", ret_err);
 	if (!m->in_place)
 		return 0;
 	if (fchmod(m->out, m->st.st_mode & 07777) < 0)
-		return (*ret_err = "cannot set the mode"), -errno;
+		return step_failed(m, -errno, "cannot set the mode", ret_err);
 	return keep_owner(m, ret_err);
 }
 
@@ -584,10 +597,10 @@ static int compress_out(struct modfile *m, const uint8_t *sig, size_t sig_len,
 
 	if (ftruncate(m->plain, (off_t)m->sig.body_len) < 0 ||
 	    lseek(m->plain, (off_t)m->sig.body_len, SEEK_SET) < 0)
-		return (*ret_err = "cannot write the new module"), -errno;
+		return step_failed(m, -errno, "cannot write the new module", ret_err);
 	r = sig ? write_signature(m->plain, sig, sig_len) : 0;
 	if (r < 0)
-		return (*ret_err = "cannot write the new module"), r;
+		return step_failed(m, r, "cannot write the new module", ret_err);
 	r = m->out_comp->encode(m->plain, len, m->out);
 	if (r < 0) {
 		*ret_err = m->why;
@@ -595,8 +608,22 @@ static int compress_out(struct modfile *m, const uint8_t *sig, size_t sig_len,
 			   compress_strerror(m->out_comp, r, buf, sizeof(buf)));
 	}
 	if (fdatasync(m->out) < 0)
-		return (*ret_err = "cannot sync the new module"), -errno;
+		return step_failed(m, -errno, "cannot sync the new module", ret_err);
 	return 0;
+}
+
+int modfile_check_dest(struct modfile *m, const char *dest, const char **ret_err)
+{
+	char buf[256]; /* compress_strerror(): a library that would not load, named */
+	const struct compressor *c = compress_by_suffix(dest ?: m->path);
+	int r = c ? compress_load(c) : 0;
+
+	*ret_err = NULL;
+	if (r < 0) {
+		*ret_err = m->why;
+		say(m, r, "%s", compress_strerror(c, r, buf, sizeof(buf)));
+	}
+	return r;
 }
 
 int modfile_prepare(struct modfile *m, const char *dest, const char **ret_err)
@@ -613,7 +640,7 @@ int modfile_prepare(struct modfile *m, const char *dest, const char **ret_err)
 		if (m->dirfd < 0) {
 			r = m->dirfd;
 			m->dirfd = -1;
-			return (*ret_err = "cannot open its directory"), r;
+			return step_failed(m, r, "cannot open its directory", ret_err);
 		}
 	} else if (m->dirfd < 0) {
 		return -EBADF; /* not opened for writing */
@@ -639,19 +666,21 @@ int modfile_commit(struct modfile *m, const uint8_t *sig, size_t sig_len,
 		r = m->detached ? write_full(m->out, sig, sig_len) :
 				  write_signature(m->out, sig, sig_len);
 		if (r < 0)
-			return (*ret_err = "cannot write the new module"), r;
+			return step_failed(m, r, "cannot write the new module", ret_err);
 	}
 	if (!unchanged(m))
 		return -ESTALE;
 	r = link_temp(m, tmp, sizeof(tmp));
+	if (r < 0 && !m->why[0])
+		return step_failed(m, r, "cannot link the new module", ret_err);
 	if (r < 0)
-		return (*ret_err = m->why[0] ? m->why : "cannot link the new module"), r;
+		return (*ret_err = m->why), r;
 	/* Both names in the directory we opened: a rename of a directory on
 	 * the path meanwhile changes nothing here. */
 	if (renameat(m->dirfd, tmp, m->dirfd, m->name) < 0) {
 		r = -errno;
 		unlinkat(m->dirfd, tmp, 0);
-		return (*ret_err = "cannot rename the new module into place"), r;
+		return step_failed(m, r, "cannot rename the new module into place", ret_err);
 	}
 	return 0;
 }

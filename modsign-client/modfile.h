@@ -90,8 +90,10 @@ int modfile_read_sig(struct modfile *m, uint8_t **ret);
  * Write the module body followed by @sig (NULL: no signature, i.e. strip)
  * and its trailer to @dest (NULL: replace @m in place), atomically.
  * -ESTALE if the module changed since it was opened.  On failure nothing
- * at @dest has changed; *@ret_err may name the step that failed (it may
- * point into @m: valid until the next call on @m).
+ * at @dest has changed, and *@ret_err is the whole reason, the step and
+ * why ("cannot create a file in its directory: Permission denied"), to
+ * print as it is, pointing into @m (valid until the next call on @m); or
+ * NULL when strerror(-r) is all there is to say (-ESTALE among them).
  *
  * In place, the new file keeps the module's mode and owner.  A copy at
  * @dest is a new file of the caller's, mode 0666 & ~umask (what
@@ -108,6 +110,17 @@ int modfile_read_sig(struct modfile *m, uint8_t **ret);
 
 int modfile_write(struct modfile *m, const char *dest, const uint8_t *sig,
 		  size_t sig_len, const char **ret_err);
+
+/*
+ * What can be known of @dest (NULL: in place) before its signature is
+ * asked for, checked then, so that its failure costs no signature (the
+ * daemon audits every one it issues): the library of the format @dest's
+ * name says is loaded.  A plain module signed to NAME.ko.xz would
+ * otherwise load liblzma only in modfile_commit(), after the daemon
+ * signed.  The rest of modfile_prepare() is made while the daemon signs,
+ * and fails after it.  Errors as modfile_write().
+ */
+int modfile_check_dest(struct modfile *m, const char *dest, const char **ret_err);
 
 /*
  * modfile_write() in two steps, so that a signer can do the first while

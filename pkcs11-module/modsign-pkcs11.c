@@ -287,7 +287,9 @@ static void token_add_key(struct slot *sl, const char *name)
 {
 	_cleanup_(X509_freep) X509 *cert = NULL;
 	struct rpc_error err;
+	char why[128];
 	size_t n;
+	int r;
 
 	if (sl->n_keys >= MAX_KEYS) {
 		say("%s: key %s: more than %d keys, left out", sl->server, name, MAX_KEYS);
@@ -297,9 +299,11 @@ static void token_add_key(struct slot *sl, const char *name)
 		say("%s: key %s: no certificate: %s", sl->server, name, err.why);
 		return;
 	}
-	if (p11_key_objects(name, cert, sl->n_keys, &sl->keys[sl->n_keys],
-			    &sl->objs[sl->n_objs], &n) < 0) {
-		say("%s: key %s: neither RSA nor EC, left out", sl->server, name);
+	r = p11_key_objects(name, cert, sl->n_keys, &sl->keys[sl->n_keys],
+			    &sl->objs[sl->n_objs], &n);
+	if (r < 0) {
+		say("%s: key %s: %s, left out", sl->server, name,
+		    p11_key_strerror(cert, r, why, sizeof(why)));
 		return;
 	}
 	sl->n_keys++;

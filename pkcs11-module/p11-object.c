@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,8 +55,11 @@ static int add_bn(struct p11_object *o, CK_ATTRIBUTE_TYPE type, EVP_PKEY *pkey,
 	if (!EVP_PKEY_get_bn_param(pkey, param, &bn))
 		return -EOPNOTSUPP;
 	len = BN_num_bytes(bn);
-	r = len > 0 && (size_t)len <= sizeof(buf) && BN_bn2bin(bn, buf) == len ?
-		    add(o, type, buf, (size_t)len) : -EOPNOTSUPP;
+	if ((size_t)len > sizeof(buf))
+		r = -EFBIG; /* an exponent: a modulus this large is refused before */
+	else
+		r = len > 0 && BN_bn2bin(bn, buf) == len ? add(o, type, buf, (size_t)len) :
+							  -EOPNOTSUPP;
 	BN_free(bn);
 	return r;
 }
@@ -176,10 +180,13 @@ static int key_object(struct p11_object *o, const struct p11_key *k, EVP_PKEY *p
 	return add_bool(o, CKA_ALWAYS_AUTHENTICATE, false);
 }
 
-/* The key's type and its raw signature's length. */
+/* The key's type and its raw signature's length; -EFBIG: an RSA key
+ * larger than the token lists. */
 static int key_kind(struct p11_key *k, EVP_PKEY *pkey)
 {
 	if (EVP_PKEY_get_base_id(pkey) == EVP_PKEY_RSA) {
+		if (EVP_PKEY_get_bits(pkey) > P11_RSA_MAX_BITS)
+			return -EFBIG;
 		k->type = CKK_RSA;
 		k->sig_len = (size_t)EVP_PKEY_get_size(pkey);
 	} else if (EVP_PKEY_get_base_id(pkey) == EVP_PKEY_EC) {
@@ -199,8 +206,11 @@ int p11_key_objects(const char *name, X509 *cert, size_t index, struct p11_key *
 
 	memset(k, 0, sizeof(*k));
 	memset(objs, 0, 3 * sizeof(*objs));
-	if (!pkey || key_kind(k, pkey) < 0)
+	if (!pkey)
 		return -EOPNOTSUPP;
+	r = key_kind(k, pkey);
+	if (r < 0)
+		return r;
 	k->name = strdup(name);
 	if (!k->name)
 		return -ENOMEM;
@@ -221,6 +231,23 @@ int p11_key_objects(const char *name, X509 *cert, size_t index, struct p11_key *
 	}
 	*ret_n = 3;
 	return 0;
+}
+
+const char *p11_key_strerror(X509 *cert, int r, char *buf, size_t size)
+{
+	EVP_PKEY *pkey = X509_get0_pubkey(cert);
+	int bits = pkey ? EVP_PKEY_get_bits(pkey) : 0;
+
+	if (r == -EFBIG && bits > P11_RSA_MAX_BITS)
+		snprintf(buf, size, "RSA key of %d bits, over the %d the token lists", bits,
+			 P11_RSA_MAX_BITS);
+	else if (r == -EFBIG)
+		snprintf(buf, size, "RSA public exponent of over %d bits", P11_RSA_MAX_BITS);
+	else if (r == -EOPNOTSUPP)
+		snprintf(buf, size, "neither RSA nor EC");
+	else
+		snprintf(buf, size, "%s", strerror(-r));
+	return buf;
 }
 
 void p11_key_done(struct p11_key *k)

@@ -48,11 +48,17 @@ struct p11_key {
 /*
  * The key @name of certificate @cert, and its three objects into @objs
  * (which must have room for 3), *@ret_n set to 3.  -EOPNOTSUPP: a key
- * type neither RSA nor EC; -ENOMEM.  On success @k owns copies of @name
- * and a reference to @cert.
+ * type neither RSA nor EC (or one whose public numbers cannot be read);
+ * -EFBIG: an RSA key over P11_RSA_MAX_BITS (or a public exponent over
+ * that); -ENOMEM.  On success @k owns copies of @name and a reference to
+ * @cert.
  */
 int p11_key_objects(const char *name, X509 *cert, size_t index, struct p11_key *k,
 		    struct p11_object *objs, size_t *ret_n);
+
+/* Why p11_key_objects() left @cert's key out (@r), in words, into @buf:
+ * "RSA key of 16392 bits, over the 16384 the token lists". */
+const char *p11_key_strerror(X509 *cert, int r, char *buf, size_t size);
 
 void p11_key_done(struct p11_key *k);
 void p11_object_done(struct p11_object *o);

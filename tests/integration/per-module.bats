@@ -280,3 +280,63 @@ lazy_compressed() {
 	assert_output --regexp "m\.ko\.xz: .*cannot load liblzma\.so\.5: .*liblzma"
 	cmp before.xz m.ko.xz
 }
+
+# audited MODULE: the daemon's audit records of the module at MODULE.
+audited() { sed 's|\\/|/|g' "$F/modsignd.log" | grep -c "^modsignd: audit: .*\"module\":\"$1\"" || true; }
+
+# unloadable SONAME CMD...: CMD with SONAME's file made empty for it
+# alone (a mount namespace: only root makes one).
+unloadable() {
+	local lib
+
+	lib=$(readlink -f "$(ldconfig -p | awk -v s="$1" '$1 == s { print $NF; exit }')")
+	[ -f "$lib" ] || return 1
+	shift
+	unshare -m sh -c 'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$lib" "$@"
+}
+
+@test "lazy-liblzma-unloadable-dest-xz-no-request-no-audit" {
+	# A plain module signed to a DEST in another format: that format's
+	# library is loaded before the signature is asked for, so a library
+	# that cannot load is one line naming DEST, and the daemon audits no
+	# signature of a file never written.
+	[ "$(id -u)" = 0 ] || skip "needs root for a mount namespace"
+	# dlerror() names the file as the loader found it, by the search path.
+	lib=$(ldconfig -p | awk '$1 == "liblzma.so.5" { print $NF; exit }')
+	fresh m.ko
+	sum=$(sha m.ko)
+	run unloadable liblzma.so.5 "$C" sign-file sha256 modsign:default "$F/cert.pem" \
+		"$T/m.ko" "$T/out.ko.xz"
+	assert_failure
+	assert_output "modsign-client: $T/out.ko.xz: xz: cannot load liblzma.so.5: $lib: file too short"
+	assert_equal "$(audited "$T/m.ko")" 0
+	[ ! -e out.ko.xz ]
+	assert_equal "$(ls -A)" "m.ko"
+	assert_equal "$(sha m.ko)" "$sum"
+}
+
+@test "twin-liblzma-loadable-dest-xz-signed-one-audit" {
+	fresh m.ko
+	sum=$(sha m.ko)
+	run "$C" sign-file sha256 modsign:default "$F/cert.pem" "$T/m.ko" "$T/out.ko.xz"
+	assert_success
+	assert_output ""
+	assert_equal "$(audited "$T/m.ko")" 1
+	run "$C" verify --cert "$F/cert.pem" out.ko.xz
+	assert_output "out.ko.xz: OK (sha256)"
+	assert_equal "$(sha m.ko)" "$sum"
+}
+
+@test "dest-xz-on-a-full-filesystem-one-reason" {
+	# The commit's line for a module it could not compress: the reason
+	# once, not followed by strerror of the same errno.
+	[ "$(id -u)" = 0 ] || skip "needs root for a mount namespace"
+	fresh m.ko
+	mkdir full
+	run unshare -m sh -c 'mount -t tmpfs -o size=4k tmpfs full && exec "$@"' sh \
+		"$C" sign-file sha256 modsign:default "$F/cert.pem" "$T/m.ko" "$T/full/out.ko.xz"
+	assert_failure
+	# (4 KiB: the module compressed is 5.5 KiB.)
+	assert_output "modsign-client: $T/full/out.ko.xz: cannot compress the new module: xz: No space left on device"
+	assert_equal "$(ls -A full)" ""
+}

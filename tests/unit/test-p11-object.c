@@ -3,7 +3,8 @@
  * pkcs11-module/p11-object.c: a key's objects from its certificate, at
  * the edge of what the token advertises.  C_GetMechanismInfo says RSA
  * keys up to P11_RSA_MAX_BITS; a key that large is listed with its whole
- * modulus, one a byte larger is not.  The certificates carry a made-up
+ * modulus, one a byte larger is not, and is said to be left out for its
+ * size, not its type (p11_key_strerror()).  The certificates carry a made-up
  * public key (n = 2^(bits-1) + 1) signed by a small EC key: no RSA-16384
  * key is generated (minutes).
  */
@@ -20,8 +21,9 @@
 #include "unit.h"
 
 /* An RSA public key of exactly @bits bits (not a real one: n is odd but
- * not a product of two primes; only its size matters here). */
-static EVP_PKEY *rsa_public(int bits)
+ * not a product of two primes; only its size matters here), its public
+ * exponent 65537, or of @e_bits bits when not 0. */
+static EVP_PKEY *rsa_public_e(int bits, int e_bits)
 {
 	BIGNUM *n = BN_new(), *e = BN_new();
 	OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
@@ -30,7 +32,7 @@ static EVP_PKEY *rsa_public(int bits)
 	EVP_PKEY *pkey = NULL;
 
 	if (n && e && bld && ctx && BN_set_bit(n, bits - 1) && BN_set_bit(n, 0) &&
-	    BN_set_word(e, 65537) && OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n) &&
+	    (e_bits ? BN_set_bit(e, e_bits - 1) && BN_set_bit(e, 0) : BN_set_word(e, 65537)) && OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n) &&
 	    OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, e) &&
 	    (params = OSSL_PARAM_BLD_to_param(bld)) && EVP_PKEY_fromdata_init(ctx) > 0)
 		EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params);
@@ -40,6 +42,11 @@ static EVP_PKEY *rsa_public(int bits)
 	BN_free(n);
 	BN_free(e);
 	return pkey;
+}
+
+static EVP_PKEY *rsa_public(int bits)
+{
+	return rsa_public_e(bits, 0);
 }
 
 /* A certificate for @pub, issued (signed) by @issuer. */
@@ -94,8 +101,53 @@ UNIT_TEST(rsa_largest_advertised)
 	CHECK("an RSA key of P11_RSA_MAX_BITS is listed, its whole modulus",
 	      rsa_objects(P11_RSA_MAX_BITS, &len) == 0 && len == P11_RSA_MAX_BITS / 8);
 	CHECK("RSA-4096 is listed, its whole modulus", rsa_objects(4096, &len) == 0 && len == 512);
-	CHECK("twin: a byte larger is not listed",
-	      rsa_objects(P11_RSA_MAX_BITS + 8, &len) == -EOPNOTSUPP);
+	CHECK("twin: a byte larger is not listed, for its size (-EFBIG)",
+	      rsa_objects(P11_RSA_MAX_BITS + 8, &len) == -EFBIG);
+}
+
+/* What p11_key_objects() returns for @cert, and its reason in @buf. */
+static int key_reason(X509 *cert, char *buf, size_t size)
+{
+	struct p11_object objs[3];
+	struct p11_key k;
+	size_t n = 0;
+	int r = p11_key_objects("k", cert, 0, &k, objs, &n);
+
+	buf[0] = '\0';
+	if (r < 0) {
+		p11_key_strerror(cert, r, buf, size);
+		return r;
+	}
+	for (size_t i = 0; i < n; i++)
+		p11_object_done(&objs[i]);
+	p11_key_done(&k);
+	return r;
+}
+
+UNIT_TEST(left_out_says_why)
+{
+	_cleanup_(EVP_PKEY_freep) EVP_PKEY *issuer = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+	_cleanup_(EVP_PKEY_freep) EVP_PKEY *big = rsa_public(P11_RSA_MAX_BITS + 8);
+	_cleanup_(EVP_PKEY_freep) EVP_PKEY *big_e = rsa_public_e(2048, P11_RSA_MAX_BITS + 8);
+	_cleanup_(EVP_PKEY_freep) EVP_PKEY *ed = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+	_cleanup_(X509_freep) X509 *big_cert = issuer && big ? cert_for(big, issuer) : NULL;
+	_cleanup_(X509_freep) X509 *big_e_cert = issuer && big_e ? cert_for(big_e, issuer) : NULL;
+	_cleanup_(X509_freep) X509 *ed_cert = issuer && ed ? cert_for(ed, issuer) : NULL;
+	_cleanup_(X509_freep) X509 *ec_cert = issuer ? cert_for(issuer, issuer) : NULL;
+	char why[128];
+
+	CHECK("certificates made", big_cert && big_e_cert && ed_cert);
+	CHECK("an RSA key too large: -EFBIG, said for its size",
+	      key_reason(big_cert, why, sizeof(why)) == -EFBIG &&
+		      strcmp(why, "RSA key of 16392 bits, over the 16384 the token lists") == 0);
+	CHECK("an RSA-2048 key whose exponent is over the buffer: -EFBIG, said",
+	      key_reason(big_e_cert, why, sizeof(why)) == -EFBIG &&
+		      strcmp(why, "RSA public exponent of over 16384 bits") == 0);
+	CHECK("twin: an Ed25519 key: -EOPNOTSUPP, neither RSA nor EC",
+	      key_reason(ed_cert, why, sizeof(why)) == -EOPNOTSUPP &&
+		      strcmp(why, "neither RSA nor EC") == 0);
+	CHECK("twin: an EC key is listed, no reason",
+	      ec_cert && key_reason(ec_cert, why, sizeof(why)) == 0 && !why[0]);
 }
 
 UNIT_MAIN();
