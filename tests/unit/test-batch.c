@@ -493,7 +493,7 @@ static bool start_servers(struct scene *sc, const struct spec *spec, size_t n_sr
 			  unsigned gather)
 {
 	for (size_t i = 0; i < n_srv; i++) {
-		char name[8];
+		char name[24]; /* "s" and any size_t */
 
 		snprintf(name, sizeof(name), "s%zu", i);
 		if (!fake_start(&sc->srv[i], sc->dir, name, spec[i].id ?: &id_a, spec[i].rules,
