@@ -585,6 +585,9 @@ static bool batch_fill(struct batch *b)
 			if (r < 0) {
 				b->again[b->n_again++] = k;
 				batch_lose(b, i, conn_strerror(pc->c, r));
+				/* Another round: the queue changed, and a server
+				 * seen before in this one may take it. */
+				sent = true;
 				continue;
 			}
 			if (b->items[k].on)
