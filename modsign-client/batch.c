@@ -425,13 +425,16 @@ static bool batch_take_again(struct batch *b, size_t i, size_t *ret)
 /*
  * Whether a new module may be opened (batch.h, BATCH_MAX_DECOMPRESSED_HELD):
  * while the open ones hold less than the budget, or when none is in
- * flight, so that one always can (one larger than the budget signs alone),
- * and the batch never waits for a reply that cannot come.  Those it holds
- * are in flight, or queued to be sent again (batch_take_again(), always
- * taken: they hold their memory already), so replies release them.  The
- * most held is the budget plus one module; plus one more in a moment of a
- * pool where a module that one server refused waits for another while
- * nothing is in flight.
+ * flight and none waits in the queue, so that one always can (one larger
+ * than the budget signs alone), and the batch never waits for a reply
+ * that cannot come.  Those it holds are in flight, or queued to be sent
+ * again (batch_take_again(), always taken: they hold their memory
+ * already), so replies release them.  A queued one waits for a server
+ * that has not refused it, and there is one, live (batch_fail_refused()),
+ * which takes it in this fill: opening one more meanwhile let each
+ * server that refuses every module open one more (review 22: with k of
+ * them, k modules over the bound).  The most held is the budget plus one
+ * module.
  */
 static bool batch_may_open(const struct batch *b)
 {
@@ -440,7 +443,7 @@ static bool batch_may_open(const struct batch *b)
 	for (size_t i = 0; i < b->pool.n; i++)
 		if (b->pool.v[i].c && b->pool.v[i].inflight > 0)
 			return false;
-	return true;
+	return b->n_again == 0;
 }
 
 static bool batch_take(struct batch *b, size_t i, size_t *ret)
@@ -582,6 +585,9 @@ static bool batch_fill(struct batch *b)
 			if (r < 0) {
 				b->again[b->n_again++] = k;
 				batch_lose(b, i, conn_strerror(pc->c, r));
+				/* Another round: the queue changed, and a server
+				 * seen before in this one may take it. */
+				sent = true;
 				continue;
 			}
 			if (b->items[k].on)

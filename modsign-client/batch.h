@@ -43,8 +43,7 @@
  * opens no new module while the ones open hold this much, unless none is
  * in flight (one module always may, so that one of MODFILE_MAX_DECOMPRESSED
  * signs and a batch never waits on nothing): it holds less than this
- * plus one module, 512 MiB (for a moment one more, in a pool where a
- * refused module waits for another server: batch.c, batch_may_open()).
+ * plus one module, 512 MiB (batch.c, batch_may_open()).
  * Real trees never reach it: the most any 1024
  * modules in a row of Debian 13's hold (a full window) is 169 MiB, and a
  * batch of that tree, whose replies come back as fast as it hashes, holds

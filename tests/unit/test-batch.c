@@ -376,7 +376,7 @@ struct scene {
 	char dir[PATH_MAX - 16];
 	char mod[N_MODS + 2][PATH_MAX];
 	struct pathlist paths;
-	struct fake srv[2];
+	struct fake srv[3];
 	size_t n_srv;
 	char err[8192]; /* what the client said on stderr */
 };
@@ -407,7 +407,7 @@ static void scene_done(struct scene *sc)
 static struct global scene_global(const struct scene *sc)
 {
 	struct global g = { .n_servers = sc->n_srv, .stall_ms = STALL_MS };
-	static char addr[2][PATH_MAX];
+	static char addr[ELEMENTSOF(sc->srv)][PATH_MAX];
 
 	for (size_t i = 0; i < sc->n_srv; i++) {
 		snprintf(addr[i], PATH_MAX, "unix:%s", sc->srv[i].path);
@@ -863,9 +863,8 @@ UNIT_TEST(held_up_to_budget)
  * sent again elsewhere), a refusal sent to the other server, a refusal
  * by all, a signature that does not verify with no server left to ask,
  * every server lost.  Budget one module, so one at a time, each to s0
- * first (the fill starts there); but a module s0 refused waits for s1
- * while nothing is in flight, and s0 opens the next meanwhile: two held
- * (batch_may_open()). */
+ * first (the fill starts there); a module s0 refused goes to s1 before
+ * s0 opens the next (batch_may_open(); two held before review 22). */
 UNIT_TEST(held_released_on_every_path)
 {
 	static const struct rule close_m3[] = { { "m3.ko.zst", ACT_CLOSE }, { .module = NULL } };
@@ -879,9 +878,9 @@ UNIT_TEST(held_released_on_every_path)
 		size_t n_srv, signed_, peak;
 	} cases[] = {
 		{ "lost", { { .rules = close_m3 }, { .rules = all_ok } }, 2, N_MODS, 1 },
-		{ "refused-once", { { .rules = refuse_m1 }, { .rules = all_ok } }, 2, N_MODS, 2 },
+		{ "refused-once", { { .rules = refuse_m1 }, { .rules = all_ok } }, 2, N_MODS, 1 },
 		{ "refused-all", { { .rules = refuse_m1 }, { .rules = refuse_m1 } }, 2, N_MODS - 1,
-		  2 },
+		  1 },
 		{ "bad-sig-alone", { { .rules = bad_m1 } }, 1, N_MODS - 1, 1 },
 		/* m1 lost with s0, signed by s1, which is lost at m2 */
 		{ "no-server", { { .rules = close_m1 }, { .rules = close_m2 } }, 2, 1, 1 },
@@ -904,6 +903,32 @@ UNIT_TEST(held_released_on_every_path)
 		CHECK_EQ(name, o.held_peak, cases[k].peak * ELF_LEN);
 		scene_done(&sc);
 	}
+}
+
+/* Review 22: servers that refuse every module (a pool member's policy,
+ * or a malicious one) must not raise what the batch holds.  Whenever
+ * nothing was in flight, one more module was opened though those waiting
+ * in the queue for another server already held the budget: with two
+ * refusers of three, three held with a budget of one module, and with k
+ * refusers k + 1 (64 servers: 64 modules of up to 256 MiB).  Now one at a
+ * time: a module waiting in the queue goes to the server that may sign
+ * it before a new one opens. */
+UNIT_TEST(held_refusers_open_no_more)
+{
+	static const struct rule refuse_all[] = { { "*", ACT_REFUSE }, { .module = NULL } };
+	const struct spec spec[] = { { .rules = refuse_all }, { .rules = refuse_all },
+				     { .rules = all_ok } };
+	struct batch_opts o;
+	struct scene sc;
+
+	if (!CHECK("held-refusers-setup", scene_make(&sc, "held-refusers", N_MODS) &&
+						  scene_compress(&sc, N_MODS)))
+		return;
+	CHECK_EQ("held-refusers-exit-0", run_held(&sc, spec, 3, 1, &o), 0);
+	CHECK_EQ("held-refusers-all-signed", count_signed(&sc, N_MODS, &id_a), N_MODS);
+	CHECK_EQ("held-refusers-one-at-a-time", o.held_peak, ELF_LEN);
+	CHECK_EQ("held-refusers-all-released", o.held_left, 0);
+	scene_done(&sc);
 }
 
 /* A file that is no module among them: refused at its open, never
