@@ -36,7 +36,10 @@ cache_ready() {
 # calling shell, so that no cache_done drops it while it is used; fails
 # when DIR is not complete (it was dropped before the lock was taken).
 cache_use() {
-	exec 8<"$1/.complete" 2> /dev/null || return 1
+	# The braces: a bare `exec 8<F 2>/dev/null` would silence the
+	# caller's stderr for good (every later message of tests/vm/run.sh
+	# and tests/release/chroot.sh was lost so).
+	{ exec 8<"$1/.complete"; } 2> /dev/null || return 1
 	flock -s 8
 }
 
