@@ -25,6 +25,7 @@
 #define PROTO_MAX_MODULE 4096u   /* module name (a path) */
 #define PROTO_MAX_ERROR 512u     /* error strings */
 #define PROTO_MAX_PROGRAM 64u    /* a sign request's "program" */
+#define PROTO_MAX_LOG_PATH 128u  /* a log request's tile path */
 
 static inline void json_object_putp(json_object **o)
 {

@@ -105,7 +105,7 @@ static int parse_sign(json_object *msg, struct request *req, const char **ret_er
 
 static int parse_log(json_object *msg, struct request *req, const char **ret_err)
 {
-	if (proto_get_string(msg, PROTO_F_PATH, 128, false, &req->path) < 0)
+	if (proto_get_string(msg, PROTO_F_PATH, PROTO_MAX_LOG_PATH, false, &req->path) < 0)
 		return (*ret_err = "bad \"" PROTO_F_PATH "\""), -EINVAL;
 	if (json_object_object_get_ex(msg, PROTO_F_OFFSET, NULL) &&
 	    proto_get_uint(msg, PROTO_F_OFFSET, &req->offset) < 0)
