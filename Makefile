@@ -255,7 +255,7 @@ $(FUZZ_B)/fuzz-certgen: $(FUZZ_B)/obj/modsignd/certgen.o
 fuzz-build: $(FUZZ_BIN)
 
 fuzz: fuzz-build
-	FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run-brief.sh
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_SEED=0 tests/fuzz/run-brief.sh
 
 sanitize:
 	tests/run.sh sanitizers
