@@ -33,24 +33,14 @@ setup() {
 
 teardown() { case_teardown; }
 
-# The certificate to enrol, as the README has the user fetch it.
-enrol_cert() {
-	MODSIGN_SERVER=unix:$T/sock "$C" cert --key dkms --der >"$T/modsign.der"
-}
-
 @test "dkms-signs-byte-identical-to-sign-file" {
 	start_daemon "$T/sock" --key "dkms=$T/rsa.pem"
-	enrol_cert
-	before=$(sha modsign.der)
-	run dkms_install
-	cat dkms.out
-	assert_success
-	run cat dkms.out
+	dkms_install_enrolled daemon
 	assert_output --partial "Signing key: pkcs11:object=dkms"
 	refute_output --partial "modsign-client:"
 	refute_output --partial "generating self signed certificate"
 	refute_output --partial "Failed to sign"
-	no_key_made "$before"
+	no_key_made "$ENROLLED"
 	assert_equal "$(modinfo -F signer "$MOD")" "dkms test key"
 	# The kernel's own sign-file, same key, over the same unsigned bytes;
 	# compressed as dkms compresses, the very file installed.
@@ -68,13 +58,8 @@ enrol_cert() {
 
 @test "dkms-daemon-down-unsigned-and-said" {
 	# The certificate is there (enrolled earlier); the daemon is not.
-	openssl x509 -in rsa.pem.crt -outform DER -out modsign.der
-	before=$(sha modsign.der)
-	run dkms_install
-	cat dkms.out
 	# Neither dkms fails on its signer: 3.0 ignores its status, 3.2 warns.
-	assert_success
-	run cat dkms.out
+	dkms_install_enrolled file
 	assert_output --partial "modsign-client: $T/dkms/$PKG/$VER/build/$PKG.ko: not signed: cannot connect to modsignd at unix:$T/sock: "
 	if dkms32; then
 		assert_output --partial "Warning: Failed to sign module '$T/dkms/$PKG/$VER/build/$PKG.ko'!"
@@ -82,7 +67,7 @@ enrol_cert() {
 	# Installed unsigned, not signed with another key (none made); the
 	# check says so, after dkms 3.2's install as well.
 	[ -f "$MOD" ]
-	no_key_made "$before"
+	no_key_made "$ENROLLED"
 	unpack "$MOD" >got.ko
 	run split_module got.ko x y
 	assert_failure
@@ -98,14 +83,9 @@ enrol_cert() {
 	# Root may use the key "other" only.
 	start_daemon "$T/sock" --key "dkms=$T/rsa.pem" --key other=ephemeral:rsa2048 \
 		--allow uid:0=other
-	openssl x509 -in rsa.pem.crt -outform DER -out modsign.der
-	before=$(sha modsign.der)
-	run dkms_install
-	cat dkms.out
-	assert_success
-	run cat dkms.out
+	dkms_install_enrolled file
 	assert_output --partial "modsign-client: $T/dkms/$PKG/$VER/build/$PKG.ko: modsignd refused: permission denied: key dkms is not granted to uid:0"
-	no_key_made "$before"
+	no_key_made "$ENROLLED"
 	unpack "$MOD" >got.ko
 	run split_module got.ko x y
 	assert_failure
