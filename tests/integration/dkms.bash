@@ -194,6 +194,19 @@ dkms_install_enrolled() {
 	run cat "$T/dkms.out"
 }
 
+# signed_as_sign_file: the module DKMS installed is, to the byte, the
+# kernel's own sign-file's signature with the key file rsa.pem over the
+# same unsigned bytes, compressed as dkms compresses.  Leaves got.ko, the
+# installed module uncompressed, in the working directory.
+signed_as_sign_file() {
+	unpack "$MOD" >got.ko
+	split_module got.ko ref.ko ref.sig
+	ref sha256 rsa.pem rsa.pem.crt ref.ko
+	cmp ref.ko got.ko
+	pack ref.ko >ref.out
+	cmp ref.out "$MOD"
+}
+
 # The shipped check (dkms/zz-modsign-dkms-check) on the case's tree.
 dkms_check() {
 	PATH=$B:$PATH MODSIGN_DKMS_TREE=$T/modules MODSIGN_DKMS_CERT=$T/modsign.der \
