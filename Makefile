@@ -112,7 +112,8 @@ $(B)/obj/genkey_template.o: $(B)/genkey_template.c
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # A unit test is its .c file, the daemon or client objects it tests (named
-# below; linked whole, before the library they use) and the library.
+# below; linked whole, before the library they use) and the library; the
+# tests' own shared code (tests/unit/unit-*.c) is named with them.
 $(B)/tests/%: tests/unit/%.c $(B)/libmodsign.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -Imodsignd -Imodsign-client -Ipkcs11-module $(ALL_LDFLAGS) -o $@ \
@@ -124,8 +125,8 @@ $(B)/tests/test-options: $(B)/obj/modsignd/options.o $(B)/obj/modsignd/policy.o 
 $(B)/tests/test-modfile: $(B)/obj/modsign-client/modfile.o $(B)/obj/modsign-client/compress.o
 $(B)/tests/test-compress: $(B)/obj/modsign-client/compress.o
 $(B)/tests/test-paths: $(B)/obj/modsign-client/paths.o $(B)/obj/modsign-client/compress.o
-$(B)/tests/test-p11-sign: $(B)/obj/pkcs11-module/p11-sign.o
-$(B)/tests/test-p11-object: $(B)/obj/pkcs11-module/p11-object.o
+$(B)/tests/test-p11-sign: $(B)/obj/pkcs11-module/p11-sign.o $(B)/obj/tests/unit/unit-cert.o
+$(B)/tests/test-p11-object: $(B)/obj/pkcs11-module/p11-object.o $(B)/obj/tests/unit/unit-cert.o
 $(B)/tests/test-translog: $(B)/obj/modsignd/translog.o
 $(B)/tests/test-conn: $(B)/obj/modsign-client/conn.o $(B)/obj/modsign-client/conn-tls.o
 $(B)/tests/test-rpc: $(B)/obj/modsign-client/rpc.o $(B)/obj/modsign-client/conn.o \

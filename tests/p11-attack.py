@@ -107,6 +107,13 @@ def sign_init(h, mech, key):
 sign = fn("Sign", ULONG, C.c_char_p, ULONG, C.c_void_p, C.POINTER(ULONG))
 
 
+def signs(h, key):
+    """C_SignInit (CKM_ECDSA_SHA256) with the key handle KEY in session H,
+    then C_Sign of b"data": the first rv that is not CKR_OK, or CKR_OK."""
+    sig, n = C.create_string_buffer(256), ULONG(256)
+    return sign_init(h, CKM_ECDSA_SHA256, key) or sign(h, b"data", 4, sig, C.byref(n))
+
+
 def short_buffer(key, data_file, out_file):
     h = session(1)
     data = open(data_file, "rb").read()
@@ -144,8 +151,7 @@ def cross_slot(key_a, key_b):
           f"rv 0x{rv:x}, label {label.raw[:t.len] if rv == OK else b''}")
     # Twin: each handle in its own slot's session signs.
     for name, h, k in (("a", ha, ka), ("b", hb, kb)):
-        sig, n = C.create_string_buffer(256), ULONG(256)
-        rv = sign_init(h, CKM_ECDSA_SHA256, k) or sign(h, b"data", 4, sig, C.byref(n))
+        rv = signs(h, k)
         check(f"p11-cross-slot-twin-own-slot-signs-{name}", rv == OK, f"rv 0x{rv:x}")
 
 
@@ -157,66 +163,60 @@ def stale_session(key_b):
     rv = fn("GetSessionInfo", ULONG, C.c_void_p)(old, info)
     check("p11-stale-session-handle-refused", rv == SESSION_HANDLE_INVALID,
           f"rv 0x{rv:x}: closed handle {old} is the new session {new} of slot {info[0]}")
-    sig, n = C.create_string_buffer(256), ULONG(256)
-    rv = sign_init(new, CKM_ECDSA_SHA256, private_key(new, key_b)) or \
-        sign(new, b"data", 4, sig, C.byref(n))
+    rv = signs(new, private_key(new, key_b))
     check("p11-stale-session-twin-new-handle-signs", rv == OK, f"rv 0x{rv:x}")
+
+
+def fork_while_held(case, held, key_b, in_child=lambda: None):
+    """The fork cases' frame: a thread opens a session on slot 1, HELD()
+    returns once it holds the lock CASE is about, and the process forks.
+    The child, killed by SIGALRM if it waits 10 s on the lock of a thread
+    it does not have, initializes, runs IN_CHILD, and signs with KEY_B on
+    slot 2 (the twin); the parent checks its status.  The thread is still
+    held: the process leaves without it."""
+    threading.Thread(target=lambda: session(1), daemon=True).start()
+    held()
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(10)
+        rv = fn("Initialize", C.c_void_p)(None)
+        check(f"p11-{case}-child-initializes", rv == OK, f"rv 0x{rv:x}")
+        in_child()
+        h = session(2)
+        rv = signs(h, private_key(h, key_b))
+        check(f"p11-{case}-twin-child-signs", rv == OK, f"rv 0x{rv:x}")
+        os._exit(1 if fails else 0)
+    _, status = os.waitpid(pid, 0)
+    check(f"p11-{case}-child-done", status == 0,
+          f"child status 0x{status:x} (signal {status & 0x7f}: 14 is SIGALRM, it hung)")
+    os._exit(1 if fails else 0)
 
 
 def fork_mid_call(hang, key_b):
     srv = socket.socket(socket.AF_UNIX)
     srv.bind(hang)
     srv.listen(8)
-    held = []
-    threading.Thread(target=lambda: held.extend(srv.accept() for _ in iter(int, 1)),
+    conns = []  # taken, kept open, never answered
+    threading.Thread(target=lambda: conns.extend(srv.accept() for _ in iter(int, 1)),
                      daemon=True).start()
-    threading.Thread(target=lambda: session(1), daemon=True).start()
-    time.sleep(1)
-    pid = os.fork()
-    if pid == 0:
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
-        signal.alarm(10)
-        rv = fn("Initialize", C.c_void_p)(None)
-        check("p11-fork-mid-call-child-initializes", rv == OK, f"rv 0x{rv:x}")
-        h = session(2)
-        sig, n = C.create_string_buffer(256), ULONG(256)
-        rv = sign_init(h, CKM_ECDSA_SHA256, private_key(h, key_b)) or \
-            sign(h, b"data", 4, sig, C.byref(n))
-        check("p11-fork-mid-call-twin-child-signs", rv == OK, f"rv 0x{rv:x}")
-        os._exit(1 if fails else 0)
-    _, status = os.waitpid(pid, 0)
-    check("p11-fork-mid-call-child-done", status == 0,
-          f"child status 0x{status:x} (signal {status & 0x7f}: 14 is SIGALRM, it hung)")
-    # The thread still waits on the silent server: leave without it.
-    os._exit(1 if fails else 0)
+    # The thread's session waits on the silent server, the module's lock held.
+    fork_while_held("fork-mid-call", lambda: time.sleep(1), key_b)
 
 
 def fork_mid_load(mark, key_b):
-    threading.Thread(target=lambda: session(1), daemon=True).start()
-    for _ in range(100):
-        if os.path.exists(mark):
-            break
-        time.sleep(0.1)
-    check("p11-fork-mid-load-thread-inside-the-load", os.path.exists(mark))
-    pid = os.fork()
-    if pid == 0:
-        signal.signal(signal.SIGALRM, signal.SIG_DFL)
-        signal.alarm(10)
-        rv = fn("Initialize", C.c_void_p)(None)
-        check("p11-fork-mid-load-child-initializes", rv == OK, f"rv 0x{rv:x}")
+    def inside_the_load():
+        for _ in range(100):
+            if os.path.exists(mark):
+                break
+            time.sleep(0.1)
+        check("p11-fork-mid-load-thread-inside-the-load", os.path.exists(mark))
+
+    def loads_libssl():
         session(1)  # its server refuses: a token without objects, libssl loaded
         check("p11-fork-mid-load-child-loads-libssl", True)
-        h = session(2)
-        sig, n = C.create_string_buffer(256), ULONG(256)
-        rv = sign_init(h, CKM_ECDSA_SHA256, private_key(h, key_b)) or \
-            sign(h, b"data", 4, sig, C.byref(n))
-        check("p11-fork-mid-load-twin-child-signs", rv == OK, f"rv 0x{rv:x}")
-        os._exit(1 if fails else 0)
-    _, status = os.waitpid(pid, 0)
-    check("p11-fork-mid-load-child-done", status == 0,
-          f"child status 0x{status:x} (signal {status & 0x7f}: 14 is SIGALRM, it hung)")
-    # The thread is still held in its load: leave without it.
-    os._exit(1 if fails else 0)
+
+    fork_while_held("fork-mid-load", inside_the_load, key_b, loads_libssl)
 
 
 CASES = {"fork-mid-load": fork_mid_load, "fork-mid-call": fork_mid_call, "stale-session": stale_session, "short-buffer": short_buffer, "update-wraps": update_wraps, "cross-slot": cross_slot}

@@ -166,6 +166,46 @@ dkms_install() {
 		dkms_run install "$PKG/$VER" -k "$KVER"; } >"$T/dkms.out" 2>&1
 }
 
+# enrol_cert: the certificate of the daemon's key dkms at $T/modsign.der,
+# fetched from the daemon at unix:$T/sock as the README has the user do.
+enrol_cert() {
+	MODSIGN_SERVER=unix:$T/sock "$C" cert --key dkms --der >"$T/modsign.der"
+}
+
+# dkms_install_enrolled daemon|file|none: dkms_install over a certificate
+# enrolled at DKMS's mok_certificate, $T/modsign.der: the daemon's
+# (enrol_cert), rsa.pem's own as enrolled earlier ("file": the daemon is
+# down or refuses root the key), or none at all.  ENROLLED is its sha256
+# (no_key_made's argument), empty for none.  Whatever the signer did,
+# dkms must install (3.0 ignores sign_file's status, 3.2 warns): dkms.out
+# is shown in a failing case's log, and is $output after.
+dkms_install_enrolled() {
+	ENROLLED=
+	case $1 in
+	daemon) enrol_cert ;;
+	file) openssl x509 -in "$T/rsa.pem.crt" -outform DER -out "$T/modsign.der" ;;
+	none) ;;
+	*) echo "dkms_install_enrolled: $1: not daemon, file or none" >&2; return 1 ;;
+	esac
+	[ "$1" = none ] || ENROLLED=$(sha "$T/modsign.der")
+	run dkms_install
+	cat "$T/dkms.out"
+	assert_success
+	run cat "$T/dkms.out"
+}
+
+# signed_as_sign_file: the module DKMS installed is, to the byte, the
+# kernel's own sign-file's signature with the key file rsa.pem over the
+# same unsigned bytes, compressed as dkms compresses.  Leaves got.ko, the
+# installed module uncompressed, in the working directory.
+signed_as_sign_file() {
+	unpack "$MOD" >got.ko
+	split_module got.ko ref.ko ref.sig
+	ref sha256 rsa.pem rsa.pem.crt ref.ko
+	cmp ref.ko got.ko
+	pack ref.ko >ref.out
+	cmp ref.out "$MOD"
+}
 
 # The shipped check (dkms/zz-modsign-dkms-check) on the case's tree.
 dkms_check() {

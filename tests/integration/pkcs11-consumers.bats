@@ -153,6 +153,24 @@ uefi_boot() {
 	wait "$pid" 2>/dev/null || true
 }
 
+# secure_boot_verdict TRUSTED UNTRUSTED: both images booted side by side
+# (uefi_boot, consoles NAME.console): OVMF must start TRUSTED's EFI stub
+# with Secure Boot enabled and refuse UNTRUSTED, the twin, signed with a
+# key its db does not hold ("Access Denied", no EFI stub).  The verdict
+# of every consumer that signs an EFI image.
+secure_boot_verdict() {
+	uefi_boot "$1" "${1%.efi}.console" &
+	uefi_boot "$2" "${2%.efi}.console"
+	wait
+	run cat -v "${1%.efi}.console"
+	assert_output --partial "EFI stub: UEFI Secure Boot is enabled."
+	refute_output --partial "Access Denied"
+	# The firmware refuses to start the twin.
+	run cat -v "${2%.efi}.console"
+	assert_output --partial "Access Denied"
+	refute_output --partial "EFI stub"
+}
+
 @test "p11-uefi-secure-boot-ovmf" {
 	# tests/run.sh's switch for every QEMU suite (the qemu group of
 	# tests/install-deps.sh, ovmf with it, may be absent then).
@@ -163,16 +181,7 @@ uefi_boot() {
 	p11_sbsign rsa "$F/rsa.crt" "$EFI" rsa.efi
 	run sbverify --cert "$F/rsa.crt" rsa.efi
 	assert_success
-	uefi_boot sb.efi sb.console &
-	uefi_boot rsa.efi rsa.console
-	wait
-	run cat -v sb.console
-	assert_output --partial "EFI stub: UEFI Secure Boot is enabled."
-	refute_output --partial "Access Denied"
-	# The firmware refuses to start the twin.
-	run cat -v rsa.console
-	assert_output --partial "Access Denied"
-	refute_output --partial "EFI stub"
+	secure_boot_verdict sb.efi rsa.efi
 }
 
 # ---- pesign (NSS) ------------------------------------------------------------
@@ -273,15 +282,7 @@ PY
 	# The twin: signed by pesign through the module too, with a key the
 	# firmware's db does not hold.
 	p11_pesign rsa "$EFI" rsa.efi
-	uefi_boot sb.efi sb.console &
-	uefi_boot rsa.efi rsa.console
-	wait
-	run cat -v sb.console
-	assert_output --partial "EFI stub: UEFI Secure Boot is enabled."
-	refute_output --partial "Access Denied"
-	run cat -v rsa.console
-	assert_output --partial "Access Denied"
-	refute_output --partial "EFI stub"
+	secure_boot_verdict sb.efi rsa.efi
 }
 
 # ---- openssl through pkcs11-provider -----------------------------------------

@@ -65,19 +65,14 @@ unsigned_installed() {
 
 @test "p11-dkms-default-sign-file-signs-verifies" {
 	start_daemon "$T/sock" --key "dkms=$T/rsa.pem"
-	MODSIGN_SERVER=unix:$T/sock "$C" cert --key dkms --der >modsign.der
-	before=$(sha modsign.der)
-	run dkms_install
-	cat dkms.out
-	assert_success
-	run cat dkms.out
+	dkms_install_enrolled daemon
 	assert_output --partial "Sign command: $(kbuild_sign_file)"
 	assert_equal "$(readlink -f "$(kbuild_sign_file)")" \
 		"$(readlink -f "/usr/src/linux-headers-$KVER/scripts/sign-file")"
 	assert_output --partial "Signing key: pkcs11:object=dkms"
 	refute_output --partial "sign-file:"
 	refute_output --partial "Failed to sign"
-	no_key_made "$before"
+	no_key_made "$ENROLLED"
 	grep -q '"module":"pkcs11:object=dkms","program":"sign-file","result":"ok"' modsignd.log
 	# The module installed (dkms 3.2: .ko.xz) verifies with the daemon
 	# key's certificate, the one enrolled.
@@ -85,14 +80,7 @@ unsigned_installed() {
 	assert_success
 	assert_output "$MOD: OK (sha256)"
 	post_transaction_said OK
-	# The kernel's sign-file with the key file, over the same unsigned
-	# bytes, compressed as dkms compresses: the very file installed.
-	unpack "$MOD" >got.ko
-	split_module got.ko ref.ko ref.sig
-	ref sha256 rsa.pem rsa.pem.crt ref.ko
-	cmp ref.ko got.ko
-	pack ref.ko >ref.out
-	cmp ref.out "$MOD"
+	signed_as_sign_file
 	# Twin: against another key's certificate it does not verify.
 	make_pem_key other.pem rsa:2048 "another key"
 	run "$C" verify --cert other.pem.crt "$MOD"
@@ -133,33 +121,25 @@ dkms_failed_said() {
 
 @test "p11-dkms-daemon-down-unsigned-and-said" {
 	# The certificate is there (enrolled earlier); the daemon is not.
-	openssl x509 -in rsa.pem.crt -outform DER -out modsign.der
-	before=$(sha modsign.der)
-	run dkms_install
-	cat dkms.out
-	assert_success
+	dkms_install_enrolled file
 	dkms_failed_said
 	# Installed unsigned, not signed with another key (none made); on
 	# 3.2 the snippet's post_transaction check says so.
 	unsigned_installed
-	no_key_made "$before"
+	no_key_made "$ENROLLED"
 	post_transaction_said FAIL
 }
 
 @test "p11-dkms-key-not-granted-unsigned" {
 	start_daemon "$T/sock" --key "dkms=$T/rsa.pem" --key other=ephemeral:rsa2048 \
 		--allow uid:0=other
-	openssl x509 -in rsa.pem.crt -outform DER -out modsign.der
-	before=$(sha modsign.der)
-	run dkms_install
-	cat dkms.out
-	assert_success
+	dkms_install_enrolled file
 	dkms_failed_said
 	# The token had no such key: nothing was asked of the daemon.
 	run grep -c '"key":"dkms"' modsignd.log
 	assert_output 0
 	unsigned_installed
-	no_key_made "$before"
+	no_key_made "$ENROLLED"
 	post_transaction_said FAIL
 }
 
@@ -168,10 +148,7 @@ dkms_failed_said() {
 	# only for a key that is not pkcs11: (3.0.10 line 975, 3.2.2 line
 	# 1243), so it makes neither and signs nothing.
 	start_daemon "$T/sock" --key "dkms=$T/rsa.pem"
-	run dkms_install
-	cat dkms.out
-	assert_success
-	run cat dkms.out
+	dkms_install_enrolled none
 	assert_output --partial "Certificate file $T/modsign.der not found and can't be generated, modules won't be signed"
 	refute_output --partial "generating self signed certificate"
 	[ ! -e modsign.der ]

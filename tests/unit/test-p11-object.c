@@ -18,6 +18,7 @@
 #include "cert.h"
 #include "macro.h"
 #include "p11-object.h"
+#include "unit-cert.h"
 #include "unit.h"
 
 /* An RSA public key of exactly @bits bits (not a real one: n is odd but
@@ -49,31 +50,13 @@ static EVP_PKEY *rsa_public(int bits)
 	return rsa_public_e(bits, 0);
 }
 
-/* A certificate for @pub, issued (signed) by @issuer. */
-static X509 *cert_for(EVP_PKEY *pub, EVP_PKEY *issuer)
-{
-	X509 *x = X509_new();
-
-	if (!x || !ASN1_INTEGER_set(X509_get_serialNumber(x), 9) ||
-	    !X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
-					(const unsigned char *)"big", -1, -1, 0) ||
-	    !X509_set_issuer_name(x, X509_get_subject_name(x)) ||
-	    !X509_gmtime_adj(X509_getm_notBefore(x), 0) ||
-	    !X509_gmtime_adj(X509_getm_notAfter(x), 3600) || !X509_set_pubkey(x, pub) ||
-	    X509_sign(x, issuer, EVP_sha256()) <= 0) {
-		X509_free(x);
-		return NULL;
-	}
-	return x;
-}
-
 /* The objects of an RSA key of @bits bits: p11_key_objects()'s result,
  * and in *@ret_len the length of the public key object's CKA_MODULUS. */
 static int rsa_objects(int bits, CK_ULONG *ret_len)
 {
 	_cleanup_(EVP_PKEY_freep) EVP_PKEY *issuer = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
 	_cleanup_(EVP_PKEY_freep) EVP_PKEY *pub = rsa_public(bits);
-	_cleanup_(X509_freep) X509 *cert = issuer && pub ? cert_for(pub, issuer) : NULL;
+	_cleanup_(X509_freep) X509 *cert = issuer && pub ? unit_cert(pub, issuer) : NULL;
 	struct p11_object objs[3];
 	struct p11_key k;
 	CK_ATTRIBUTE a = { CKA_MODULUS, NULL, 0 };
@@ -130,10 +113,10 @@ UNIT_TEST(left_out_says_why)
 	_cleanup_(EVP_PKEY_freep) EVP_PKEY *big = rsa_public(P11_RSA_MAX_BITS + 8);
 	_cleanup_(EVP_PKEY_freep) EVP_PKEY *big_e = rsa_public_e(2048, P11_RSA_MAX_BITS + 8);
 	_cleanup_(EVP_PKEY_freep) EVP_PKEY *ed = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
-	_cleanup_(X509_freep) X509 *big_cert = issuer && big ? cert_for(big, issuer) : NULL;
-	_cleanup_(X509_freep) X509 *big_e_cert = issuer && big_e ? cert_for(big_e, issuer) : NULL;
-	_cleanup_(X509_freep) X509 *ed_cert = issuer && ed ? cert_for(ed, issuer) : NULL;
-	_cleanup_(X509_freep) X509 *ec_cert = issuer ? cert_for(issuer, issuer) : NULL;
+	_cleanup_(X509_freep) X509 *big_cert = issuer && big ? unit_cert(big, issuer) : NULL;
+	_cleanup_(X509_freep) X509 *big_e_cert = issuer && big_e ? unit_cert(big_e, issuer) : NULL;
+	_cleanup_(X509_freep) X509 *ed_cert = issuer && ed ? unit_cert(ed, issuer) : NULL;
+	_cleanup_(X509_freep) X509 *ec_cert = issuer ? unit_cert(issuer, issuer) : NULL;
 	char why[128];
 
 	CHECK("certificates made", big_cert && big_e_cert && ed_cert);

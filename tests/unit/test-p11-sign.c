@@ -16,6 +16,7 @@
 #include "macro.h"
 #include "p11-sign.h"
 #include "pkcs7.h"
+#include "unit-cert.h"
 #include "unit.h"
 
 static const uint8_t sha256_prefix[19] = { 0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60,
@@ -64,23 +65,6 @@ UNIT_TEST(mechanisms)
 	CHECK("twin: CKM_RSA_PKCS_PSS is not one", !p11_mech_find(CKM_RSA_PKCS_PSS));
 }
 
-static X509 *self_signed(EVP_PKEY *key)
-{
-	X509 *x = X509_new();
-
-	if (!x || !ASN1_INTEGER_set(X509_get_serialNumber(x), 7) ||
-	    !X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
-					(const unsigned char *)"p11", -1, -1, 0) ||
-	    !X509_set_issuer_name(x, X509_get_subject_name(x)) ||
-	    !X509_gmtime_adj(X509_getm_notBefore(x), 0) ||
-	    !X509_gmtime_adj(X509_getm_notAfter(x), 3600) || !X509_set_pubkey(x, key) ||
-	    X509_sign(x, key, EVP_sha256()) <= 0) {
-		X509_free(x);
-		return NULL;
-	}
-	return x;
-}
-
 /* Does @sig verify as @key's raw signature (PKCS#1 over a SHA-256
  * DigestInfo, or DER ECDSA) of @dg. */
 static bool raw_verifies(EVP_PKEY *key, const uint8_t *sig, size_t len, const uint8_t *dg)
@@ -114,7 +98,7 @@ static void sig_case(const char *alg, CK_KEY_TYPE type, size_t half)
 	_cleanup_(EVP_PKEY_freep) EVP_PKEY *key = type == CKK_RSA ?
 		EVP_PKEY_Q_keygen(NULL, NULL, "RSA", (size_t)2048) :
 		EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
-	_cleanup_(X509_freep) X509 *cert = key ? self_signed(key) : NULL;
+	_cleanup_(X509_freep) X509 *cert = key ? unit_cert(key, key) : NULL;
 	const struct digest *md = digest_lookup("sha256");
 	uint8_t dg[32], *p7 = NULL, *raw = NULL, *der = NULL;
 	size_t p7_len = 0, raw_len = 0;
