@@ -746,7 +746,8 @@ PY
 
 @test "tls-garbage-logged-with-reason" {
 	hostile_result
-	run grep -q "TLS handshake failed: http request" "$F/modsignd.log"
+	# Logged after the daemon's alert reached the peer: waited for.
+	run eventually 30 grep -q "TLS handshake failed: http request" "$F/modsignd.log"
 	assert_success
 }
 
