@@ -256,7 +256,7 @@ PY
 }
 
 @test "p11-pesign-ec-key-fails-output-left-unsigned" {
-	# pesign 0.112 signs with sha256WithRSAEncryption alone: NSS refuses
+	# pesign (0.112, 116) signs with sha256WithRSAEncryption alone: NSS refuses
 	# an EC key before calling the module, after pesign has written its
 	# output.  Its status, not the file, says whether it signed.
 	run p11_pesign ec "$EFI" ec.efi
