@@ -8,7 +8,7 @@
 #                                            cache key: the root's packages,
 #                                            not this whole file)
 # The Debian 13 lane (tests/release/) installs "build test deb dkms kbuild
-# provider" in its root.
+# provider qemu" in its root.
 set -euo pipefail
 
 declare -A group=(

@@ -56,5 +56,6 @@ unshare -m --propagation private bash -euc '
 	tar -C "$m/src" -xf "$work/src.tar"
 	exec chroot "$m" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 		HOME=/root TERM=dumb LANG=C.UTF-8 MODSIGN_CACHE="$MODSIGN_CACHE" \
-		CI="${CI:-}" bash -c "cd /src && exec \"\$@\"" sh "$@"
+		CI="${CI:-}" MODSIGN_SKIP_QEMU="${MODSIGN_SKIP_QEMU:-}" \
+		bash -c "cd /src && exec \"\$@\"" sh "$@"
 ' sh "$root" "$work" "$@"

@@ -31,6 +31,9 @@
 #   pkcs11-module       modsign-pkcs11.so under that release's p11-kit,
 #                       libp11 engine and pkcs11-provider (Debian 13 has
 #                       it; sign-file's pkcs11: keys through it)
+#   pkcs11-consumers    the same module under that release's sbsigntool,
+#                       pesign (Debian 13: 116 on NSS 3.110) and OVMF
+#                       (its snakeoil Secure Boot), and pkcs11-provider
 #   pkcs11-dkms         dkms 3.2 with its default sign_file, 6.12's
 #                       sign-file, signing through that provider and the
 #                       module: what it does when the token has no key
@@ -46,7 +49,7 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 release=${1:?usage: tests/release/lane.sh RELEASE [SUITE...]}
 shift
 all=(unit basic identity sign-file-detached hsm tls systemd errors make-demo mldsa
-	compressed dkms pkcs11-module pkcs11-dkms per-module)
+	compressed dkms pkcs11-module pkcs11-consumers pkcs11-dkms per-module)
 
 if [ "${1:-}" != --inside ]; then
 	for s; do

@@ -5,7 +5,8 @@
 # below.  Kept in the cache outside the clone (tests/cache.sh), keyed by
 # the release, this script, those groups' packages and the mirror; prints its
 # directory.  Never touches this machine's apt sources.
-#   tests/release/root.sh RELEASE [GROUP...]   (default groups: build test deb dkms kbuild provider)
+#   tests/release/root.sh RELEASE [GROUP...]   (default groups: build test deb dkms kbuild
+#                                               provider qemu)
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 . "$REPO/tests/cache.sh"
@@ -13,7 +14,9 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 release=$1
 shift
 groups=("${@:-build}")
-[ $# -gt 0 ] || groups=(build test deb dkms kbuild provider)
+# qemu: OVMF and qemu-system-x86 for pkcs11-consumers.bats's Secure Boot
+# boots (and busybox-static, 2 MB, with them: one group, one switch).
+[ $# -gt 0 ] || groups=(build test deb dkms kbuild provider qemu)
 
 # The key: the packages of those groups, not all of install-deps.sh, so
 # that a package added to another group (the bench's, the guests') makes
