@@ -127,6 +127,8 @@ $(B)/tests/test-compress: $(B)/obj/modsign-client/compress.o
 $(B)/tests/test-paths: $(B)/obj/modsign-client/paths.o $(B)/obj/modsign-client/compress.o
 $(B)/tests/test-p11-sign: $(B)/obj/pkcs11-module/p11-sign.o $(B)/obj/tests/unit/unit-cert.o
 $(B)/tests/test-p11-object: $(B)/obj/pkcs11-module/p11-object.o $(B)/obj/tests/unit/unit-cert.o
+$(B)/tests/test-util: $(B)/obj/tests/unit/unit-cert.o
+$(B)/tests/test-mldsa: $(B)/obj/tests/unit/unit-cert.o
 $(B)/tests/test-translog: $(B)/obj/modsignd/translog.o
 $(B)/tests/test-conn: $(B)/obj/modsign-client/conn.o $(B)/obj/modsign-client/conn-tls.o
 $(B)/tests/test-rpc: $(B)/obj/modsign-client/rpc.o $(B)/obj/modsign-client/conn.o \

