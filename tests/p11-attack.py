@@ -39,79 +39,33 @@ import sys
 import threading
 import time
 
-OK, DATA_LEN_RANGE, KEY_HANDLE_INVALID = 0, 0x21, 0x60
+import p11ctypes as p11
+from p11ctypes import (CKA_LABEL, CKM_ECDSA, CKM_ECDSA_SHA256, CKM_SHA256_RSA_PKCS, OK, ULONG,
+                       Attr, check, fn, sign_init)
+
+DATA_LEN_RANGE, KEY_HANDLE_INVALID = 0x21, 0x60
 OBJECT_HANDLE_INVALID, SESSION_HANDLE_INVALID, BUFFER_TOO_SMALL = 0x82, 0xb3, 0x150
-CKF_SERIAL_SESSION, CKA_CLASS, CKA_LABEL, CKO_PRIVATE_KEY = 4, 0, 3, 3
-CKM_SHA256_RSA_PKCS, CKM_ECDSA, CKM_ECDSA_SHA256 = 0x40, 0x1041, 0x1044
-# Indices into CK_FUNCTION_LIST after its CK_VERSION (PKCS#11 2.40 order).
-IDX = dict(Initialize=0, Finalize=1, OpenSession=12, CloseSession=13, GetSessionInfo=15,
-           GetAttributeValue=24,
-           FindObjectsInit=26, FindObjects=27, FindObjectsFinal=28, SignInit=42, Sign=43,
-           SignUpdate=44)
-ULONG = C.c_ulong
 
-lib = C.CDLL(sys.argv[1])
-flist = C.POINTER(C.c_void_p)()
-lib.C_GetFunctionList(C.byref(flist))
-fails = 0
-
-
-def fn(name, *argtypes):
-    ptr = C.cast(flist, C.POINTER(C.c_void_p))[1 + IDX[name]]
-    return C.CFUNCTYPE(ULONG, *argtypes)(ptr)
-
-
-class Attr(C.Structure):
-    _fields_ = [("type", ULONG), ("p", C.c_void_p), ("len", ULONG)]
-
-
-class Mech(C.Structure):
-    _fields_ = [("m", ULONG), ("p", C.c_void_p), ("len", ULONG)]
-
-
-def check(name, ok, why=""):
-    global fails
-    if ok:
-        print(f"PASS {name}", flush=True)
-    else:
-        fails += 1
-        print(f"FAIL {name}: {why}", flush=True)
+p11.load(sys.argv[1])
 
 
 def session(slot):
-    h = ULONG()
-    rv = fn("OpenSession", ULONG, ULONG, C.c_void_p, C.c_void_p, C.POINTER(ULONG))(
-        slot, CKF_SERIAL_SESSION, None, None, C.byref(h))
+    rv, h = p11.open_session(slot)
     assert rv == OK, f"C_OpenSession({slot}): 0x{rv:x}"
-    return h.value
+    return h
 
 
 def private_key(h, name):
-    cls, label = ULONG(CKO_PRIVATE_KEY), C.c_char_p(name.encode())
-    t = (Attr * 2)(Attr(CKA_CLASS, C.cast(C.byref(cls), C.c_void_p), C.sizeof(cls)),
-                   Attr(CKA_LABEL, C.cast(label, C.c_void_p), len(name)))
-    fn("FindObjectsInit", ULONG, C.c_void_p, ULONG)(h, t, 2)
-    o, n = ULONG(), ULONG()
-    fn("FindObjects", ULONG, C.POINTER(ULONG), ULONG, C.POINTER(ULONG))(h, C.byref(o), 1,
-                                                                       C.byref(n))
-    fn("FindObjectsFinal", ULONG)(h)
-    assert n.value == 1, f"key {name} not found"
-    return o.value
-
-
-def sign_init(h, mech, key):
-    m = Mech(mech, None, 0)
-    return fn("SignInit", ULONG, C.POINTER(Mech), ULONG)(h, C.byref(m), key)
-
-
-sign = fn("Sign", ULONG, C.c_char_p, ULONG, C.c_void_p, C.POINTER(ULONG))
+    o = p11.find_private_key(h, name)
+    assert o is not None, f"key {name} not found"
+    return o
 
 
 def signs(h, key):
     """C_SignInit (CKM_ECDSA_SHA256) with the key handle KEY in session H,
     then C_Sign of b"data": the first rv that is not CKR_OK, or CKR_OK."""
     sig, n = C.create_string_buffer(256), ULONG(256)
-    return sign_init(h, CKM_ECDSA_SHA256, key) or sign(h, b"data", 4, sig, C.byref(n))
+    return sign_init(h, CKM_ECDSA_SHA256, key) or p11.sign(h, b"data", sig, n)
 
 
 def short_buffer(key, data_file, out_file):
@@ -120,11 +74,11 @@ def short_buffer(key, data_file, out_file):
     check("p11-short-buffer-sign-init", sign_init(h, CKM_SHA256_RSA_PKCS,
                                                   private_key(h, key)) == OK)
     buf, n = C.create_string_buffer(1024), ULONG(1)
-    rv = sign(h, data, len(data), buf, C.byref(n))
+    rv = p11.sign(h, data, buf, n)
     check("p11-short-buffer-too-small", rv == BUFFER_TOO_SMALL and n.value == 256,
           f"rv 0x{rv:x}, {n.value}")
     n = ULONG(1024)
-    rv = sign(h, data, len(data), buf, C.byref(n))
+    rv = p11.sign(h, data, buf, n)
     check("p11-short-buffer-then-signs", rv == OK, f"rv 0x{rv:x}")
     open(out_file, "wb").write(buf.raw[:n.value])
 
@@ -186,11 +140,11 @@ def fork_while_held(case, held, key_b, in_child=lambda: None):
         h = session(2)
         rv = signs(h, private_key(h, key_b))
         check(f"p11-{case}-twin-child-signs", rv == OK, f"rv 0x{rv:x}")
-        os._exit(1 if fails else 0)
+        os._exit(1 if p11.fails else 0)
     _, status = os.waitpid(pid, 0)
     check(f"p11-{case}-child-done", status == 0,
           f"child status 0x{status:x} (signal {status & 0x7f}: 14 is SIGALRM, it hung)")
-    os._exit(1 if fails else 0)
+    os._exit(1 if p11.fails else 0)
 
 
 def fork_mid_call(hang, key_b):
@@ -223,4 +177,4 @@ CASES = {"fork-mid-load": fork_mid_load, "fork-mid-call": fork_mid_call, "stale-
 assert fn("Initialize", C.c_void_p)(None) == OK
 CASES[sys.argv[2]](*sys.argv[3:])
 fn("Finalize", C.c_void_p)(None)
-sys.exit(1 if fails else 0)
+sys.exit(1 if p11.fails else 0)
