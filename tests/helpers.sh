@@ -232,6 +232,15 @@ open(f, 'wb').write(d)
 PY
 }
 
+# flip_bit_in FILE TEXT: flip_bit_at the first byte of TEXT's first
+# occurrence in FILE; fails, saying so, where FILE holds no TEXT.
+flip_bit_in() {
+	local off
+	off=$(LC_ALL=C grep -obUaF -m1 -- "$2" "$1" | head -n1 | cut -d: -f1)
+	[ -n "$off" ] || { echo "flip_bit_in: no '$2' in $1" >&2; return 1; }
+	flip_bit_at "$1" "$off"
+}
+
 # softhsm_conf DIR: DIR/softhsm2.conf, a SoftHSM2 configuration whose
 # tokens are files in DIR/tokens (made by the caller).
 softhsm_conf() {

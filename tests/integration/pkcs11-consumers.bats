@@ -346,12 +346,7 @@ ossl() {
 		assert_success
 		cmp verified data
 		# Twin: one byte of the signed content changed.
-		python3 - "$k.p7s" <<'PY'
-import sys
-p = sys.argv[1]; d = bytearray(open(p, 'rb').read())
-i = d.find(b"the data a tool signs"); d[i] ^= 1
-open(p, 'wb').write(d)
-PY
+		flip_bit_in "$k.p7s" "the data a tool signs"
 		run openssl cms -verify -binary -inform DER -in "$k.p7s" -CAfile "$F/$k.crt" \
 			-purpose any -out /dev/null
 		assert_failure

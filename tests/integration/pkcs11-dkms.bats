@@ -89,11 +89,7 @@ unsigned_installed() {
 	# Twin: the installed module with a byte of its code changed under
 	# its signature (compressed again, as an attacker would) fails with
 	# the right certificate, and the post-install check says so.
-	python3 - got.ko <<'PY'
-import sys
-p = sys.argv[1]; d = bytearray(open(p, 'rb').read()); d[0x400] ^= 1
-open(p, 'wb').write(d)
-PY
+	flip_bit_at got.ko $((0x400))
 	pack got.ko >"$MOD"
 	run "$C" verify --cert modsign.der "$MOD"
 	assert_failure

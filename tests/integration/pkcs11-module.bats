@@ -234,12 +234,7 @@ tty_run() { script -qec "$*" /dev/null; }
 	run cmp verified data
 	assert_success
 	# Twin: one byte of the signed content changed, verification fails.
-	python3 - data.p7s <<'PY'
-import sys
-p = sys.argv[1]; d = bytearray(open(p, 'rb').read())
-i = d.find(b"the data a tool signs"); d[i] ^= 1
-open(p, 'wb').write(d)
-PY
+	flip_bit_in data.p7s "the data a tool signs"
 	run openssl cms -verify -binary -inform DER -in data.p7s -CAfile "$F/ec.crt" -purpose any
 	assert_failure
 }
@@ -517,11 +512,7 @@ p11_sign_file() { # HASH URI CERT MODULE
 	run grep -c "Falling back to C_GetFunctionList" provider.log
 	assert_output 0
 	# Twin: a byte of the signed module's code changed, it no longer verifies.
-	python3 - "p11-$n" <<'PY'
-import sys
-p = sys.argv[1]; d = bytearray(open(p, 'rb').read()); d[100] ^= 1
-open(p, 'wb').write(d)
-PY
+	flip_bit_at "p11-$n" 100
 	run cms_verify_module "p11-$n" "$F/rsa.crt"
 	assert_failure
 }
